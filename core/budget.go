@@ -1,0 +1,190 @@
+package core
+
+import (
+	"errors"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Cause names the deadline that ends an attempt or a request.
+type Cause uint8
+
+// The deadlines, in the order that breaks ties: when two fire at the same
+// instant, the lower Cause is reported.
+const (
+	CauseNone          Cause = iota
+	CauseTTL                 // the request's TTL
+	CauseFunctionLimit       // the host's execution limit minus the margin
+	CauseTimeout             // the attempt's own Timeout
+)
+
+func (c Cause) String() string {
+	switch c {
+	case CauseTTL:
+		return "ttl"
+	case CauseFunctionLimit:
+		return "function-limit"
+	case CauseTimeout:
+		return "timeout"
+	}
+	return "none"
+}
+
+// Budget is the time a request may use. It is a value: copy it freely.
+type Budget struct {
+	// Arrival is when the request reached the gateway.
+	Arrival time.Time
+	// TTL is the request's deadline: arrival plus its TTL.
+	TTL time.Time
+	// Timeout is one attempt's window, fresh for each attempt.
+	Timeout time.Duration
+	// Limit is the host's execution limit minus the safety margin; the
+	// zero Time means the host sets none.
+	Limit time.Time
+}
+
+// Attempt returns the deadline of an attempt that starts at now, and which
+// limit sets it: the earliest of the TTL, now+Timeout and the execution
+// limit wins.
+func (b Budget) Attempt(now time.Time) (time.Time, Cause) {
+	d, c := b.TTL, CauseTTL
+	if !b.Limit.IsZero() && b.Limit.Before(d) {
+		d, c = b.Limit, CauseFunctionLimit
+	}
+	if b.Timeout > 0 {
+		if t := now.Add(b.Timeout); t.Before(d) {
+			d, c = t, CauseTimeout
+		}
+	}
+	return d, c
+}
+
+// End returns the earliest of the TTL and the execution limit: the instant
+// the whole request must have its answer.
+func (b Budget) End() (time.Time, Cause) {
+	if !b.Limit.IsZero() && b.Limit.Before(b.TTL) {
+		return b.Limit, CauseFunctionLimit
+	}
+	return b.TTL, CauseTTL
+}
+
+// ErrInvalidTTL is returned by ParseTTL for a value it cannot read.
+var ErrInvalidTTL = errors.New("want seconds (300 or 2.5), +<unix seconds>, or an ISO 8601 time such as 2024-12-31T23:59:59Z")
+
+// ErrInvalidTimeout is returned by ParseTimeout for a value it cannot read.
+var ErrInvalidTimeout = errors.New("want a positive number of milliseconds, such as 5000")
+
+// ParseTTL reads an S7PTTL header value and returns the request's deadline
+// for a request that arrived at arrival. The forms are: seconds from
+// arrival ("300", "2.5"), absolute Unix seconds ("+1735689600") and
+// ISO 8601 ("2024-12-31T23:59:59Z", or with an offset). Zero, a negative
+// value or a past time give a deadline at or before arrival: the request has
+// expired. An empty or unreadable value, or one beyond ten years, is
+// ErrInvalidTTL.
+func ParseTTL(v string, arrival time.Time) (time.Time, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return time.Time{}, ErrInvalidTTL
+	}
+	if rest, ok := strings.CutPrefix(v, "+"); ok {
+		secs, err := parseDecimalSeconds(rest)
+		if err != nil || rest == "" || rest[0] == '-' || rest[0] == '+' {
+			return time.Time{}, ErrInvalidTTL
+		}
+		t := time.Unix(0, 0).Add(secs)
+		if t.Sub(arrival) > maxSeconds*time.Second {
+			return time.Time{}, ErrInvalidTTL
+		}
+		return t, nil
+	}
+	if c := v[0]; c == '-' || c >= '0' && c <= '9' || c == '.' {
+		if len(v) >= 10 && strings.ContainsAny(v, "T:") {
+			return parseISO(v, arrival)
+		}
+		secs, err := parseDecimalSeconds(v)
+		if err != nil {
+			return time.Time{}, ErrInvalidTTL
+		}
+		return arrival.Add(secs), nil
+	}
+	return time.Time{}, ErrInvalidTTL
+}
+
+func parseISO(v string, arrival time.Time) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, ErrInvalidTTL
+	}
+	if t.Sub(arrival) > maxSeconds*time.Second {
+		return time.Time{}, ErrInvalidTTL
+	}
+	return t, nil
+}
+
+// parseDecimalSeconds reads [-]digits[.digits] as a duration, rejecting
+// exponents, infinities and anything beyond ±maxSeconds (the magnitude of a
+// negative value is irrelevant, so it is clamped rather than refused).
+func parseDecimalSeconds(v string) (time.Duration, error) {
+	s := v
+	neg := false
+	if strings.HasPrefix(s, "-") {
+		neg, s = true, s[1:]
+	}
+	if s == "" || s == "." {
+		return 0, ErrInvalidTTL
+	}
+	dot := false
+	digits := 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= '0' && c <= '9':
+			digits++
+		case c == '.' && !dot:
+			dot = true
+		default:
+			return 0, ErrInvalidTTL
+		}
+	}
+	if digits == 0 {
+		return 0, ErrInvalidTTL
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		if neg {
+			return -maxSeconds * time.Second, nil
+		}
+		return 0, ErrInvalidTTL
+	}
+	if f > maxSeconds {
+		if neg {
+			return -maxSeconds * time.Second, nil
+		}
+		return 0, ErrInvalidTTL
+	}
+	d := time.Duration(math.Round(f * float64(time.Second)))
+	if neg {
+		d = -d
+	}
+	return d, nil
+}
+
+// ParseTimeout reads an S7PTimeout header value: a positive number of
+// milliseconds, decimals allowed.
+func ParseTimeout(v string) (time.Duration, error) {
+	v = strings.TrimSpace(v)
+	if v == "" || v[0] == '-' || v[0] == '+' {
+		return 0, ErrInvalidTimeout
+	}
+	d, err := parseDecimalSeconds(v)
+	if err != nil {
+		return 0, ErrInvalidTimeout
+	}
+	// d is v seconds; v was milliseconds.
+	d /= 1000
+	if d <= 0 {
+		return 0, ErrInvalidTimeout
+	}
+	return d, nil
+}

@@ -1,0 +1,489 @@
+package core
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Settings is the gateway's configuration, one field per app setting of
+// CONTRACT §2. Field names are the setting names; the struct tags carry the
+// documented defaults, read by the edge (functions/) with envconfig. Each
+// field type parses its own text form (it has a Decode method) and says what
+// it expects when the text is wrong.
+//
+// A Settings value is read-only once validated and may be shared by
+// goroutines.
+type Settings struct {
+	// Hosts are the backends of the default route, tried in this order.
+	Hosts HostList `required:"true"`
+	// Routes are per-path-prefix overrides of the default route.
+	Routes Routes
+	// DefaultTTLSecs bounds a whole request, every attempt included.
+	DefaultTTLSecs Seconds `default:"300"`
+	// Timeout bounds one attempt, fresh for each.
+	Timeout Millis `default:"1200000"`
+	// MaxAttempts is the number of attempts per request; zero means one per
+	// host of the route.
+	MaxAttempts Count
+	// RetryBackoffMs is the base of the jittered exponential backoff.
+	RetryBackoffMs Millis `default:"25"`
+	// MaxRetryBodyBytes is the largest request body buffered so it can be
+	// resent; larger bodies stream to the first attempt and are not retried.
+	MaxRetryBodyBytes Count `default:"10485760"`
+	// FunctionLimitMarginMs is kept free before the host's execution limit,
+	// to answer or hand off to async.
+	FunctionLimitMarginMs Millis `default:"1000"`
+
+	// AsyncModeEnabled is the gateway-level async switch.
+	AsyncModeEnabled Bool `default:"false"`
+	// AsyncTriggerTimeout is how long an async-eligible request may wait
+	// for its answer before it is answered 202.
+	AsyncTriggerTimeout Millis `default:"10000"`
+	// AsyncTimeout is one attempt's window once a request is async.
+	AsyncTimeout Millis `default:"1800000"`
+	// AsyncTTLSecs is an async request's expiry from arrival.
+	AsyncTTLSecs Seconds `default:"86400"`
+	// UserProfiles are selected by the X-UserProfile header.
+	UserProfiles Profiles
+	// AsyncStore names where continuation records and results live.
+	AsyncStore string `default:"file:.gateway-data"`
+	// AsyncQueue names where continuations are enqueued; empty follows
+	// AsyncStore.
+	AsyncQueue string
+	// AzureWebJobsStorage is the storage account connection string.
+	AzureWebJobsStorage string
+
+	// FunctionTimeoutSecs is the execution limit to stay inside; zero
+	// means the host's own (none for the local host).
+	FunctionTimeoutSecs Seconds
+	// ListenAddr is the local host's listen address.
+	ListenAddr string `default:"127.0.0.1:8080"`
+}
+
+// SettingError reports a setting that does not parse or cannot nest with the
+// others. Its message is one line naming the setting, its value and what is
+// expected.
+type SettingError struct {
+	Name  string
+	Value string
+	Want  string
+}
+
+func (e *SettingError) Error() string {
+	v := e.Value
+	if len(v) > 200 {
+		v = v[:200] + "…"
+	}
+	return fmt.Sprintf("setting %s=%q: %s", e.Name, v, e.Want)
+}
+
+// maxSeconds bounds every duration setting and header: ten years.
+const maxSeconds = 10 * 365 * 24 * 3600
+
+// Seconds is a positive duration written in seconds, decimals allowed.
+// The zero value means "not set".
+type Seconds time.Duration
+
+// Decode parses s, for envconfig.
+func (d *Seconds) Decode(s string) error {
+	v, err := parseDecimalSeconds(s)
+	if err != nil || v <= 0 {
+		return errors.New("want a positive number of seconds, such as 300 or 2.5")
+	}
+	*d = Seconds(v)
+	return nil
+}
+
+// D returns d as a time.Duration.
+func (d Seconds) D() time.Duration { return time.Duration(d) }
+
+// Millis is a positive duration written in whole milliseconds.
+// The zero value means "not set".
+type Millis time.Duration
+
+// Decode parses s, for envconfig.
+func (d *Millis) Decode(s string) error {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || n <= 0 || n > maxSeconds*1000 {
+		return errors.New("want a positive whole number of milliseconds, such as 30000")
+	}
+	*d = Millis(time.Duration(n) * time.Millisecond)
+	return nil
+}
+
+// D returns d as a time.Duration.
+func (d Millis) D() time.Duration { return time.Duration(d) }
+
+// Count is a positive whole number. The zero value means "not set".
+type Count int64
+
+// Decode parses s, for envconfig.
+func (c *Count) Decode(s string) error {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || n <= 0 {
+		return errors.New("want a positive whole number")
+	}
+	*c = Count(n)
+	return nil
+}
+
+// Bool is true or false.
+type Bool bool
+
+// Decode parses s, for envconfig.
+func (b *Bool) Decode(s string) error {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "true", "1":
+		*b = true
+	case "false", "0":
+		*b = false
+	default:
+		return errors.New("want true or false")
+	}
+	return nil
+}
+
+// HostList is a comma-separated list of backend base URLs.
+type HostList []*url.URL
+
+// Decode parses s, for envconfig.
+func (h *HostList) Decode(s string) error {
+	var out HostList
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		u, err := parseHost(part)
+		if err != nil {
+			return err
+		}
+		out = append(out, u)
+	}
+	if len(out) == 0 {
+		return errors.New("want one or more comma-separated base URLs, such as http://10.0.0.5:8000,https://api.example.com")
+	}
+	*h = out
+	return nil
+}
+
+func parseHost(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("want base URLs of the form http(s)://host[:port][/path], got %q", s)
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	u.RawPath = ""
+	return u, nil
+}
+
+// String lists the hosts as written in the setting.
+func (h HostList) String() string {
+	s := make([]string, len(h))
+	for i, u := range h {
+		s[i] = u.String()
+	}
+	return strings.Join(s, ",")
+}
+
+// Route overrides the default route for requests whose path starts with
+// Prefix. Zero fields inherit the gateway-level setting.
+type Route struct {
+	Prefix           string
+	Hosts            HostList
+	TTL              time.Duration
+	Timeout          time.Duration
+	MaxAttempts      int
+	Stream           bool
+	FirstByteTimeout time.Duration
+	IdleTimeout      time.Duration
+	// Async, when set, overrides whether the route may go async at all.
+	Async *bool
+}
+
+// routeJSON is the wire form of a Route in the Routes setting.
+type routeJSON struct {
+	Prefix             string   `json:"prefix"`
+	Hosts              []string `json:"hosts"`
+	TTLSecs            *float64 `json:"ttlSecs"`
+	TimeoutMs          *int64   `json:"timeoutMs"`
+	MaxAttempts        *int64   `json:"maxAttempts"`
+	Stream             bool     `json:"stream"`
+	FirstByteTimeoutMs *int64   `json:"firstByteTimeoutMs"`
+	IdleTimeoutMs      *int64   `json:"idleTimeoutMs"`
+	Async              *bool    `json:"async"`
+}
+
+// Routes is the JSON array of the Routes setting.
+type Routes []Route
+
+// Decode parses s, for envconfig.
+func (rs *Routes) Decode(s string) error {
+	r, err := ParseRoutes([]byte(s))
+	if err != nil {
+		return err
+	}
+	*rs = r
+	return nil
+}
+
+// ParseRoutes parses the Routes setting: a JSON array of route objects.
+// Unknown keys, duplicate prefixes and non-positive durations are errors.
+func ParseRoutes(data []byte) (Routes, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var raw []routeJSON
+	if err := dec.Decode(&raw); err != nil {
+		return nil, fmt.Errorf("want a JSON array of routes ({\"prefix\":\"/api\",\"hosts\":[…],\"ttlSecs\":…}): %v", err)
+	}
+	if dec.More() {
+		return nil, errors.New("want one JSON array of routes, found more after it")
+	}
+	seen := map[string]bool{}
+	out := make(Routes, 0, len(raw))
+	for i, rj := range raw {
+		r := Route{Prefix: rj.Prefix, Stream: rj.Stream, Async: rj.Async}
+		where := fmt.Sprintf("route %d (prefix %q)", i, rj.Prefix)
+		if !strings.HasPrefix(rj.Prefix, "/") {
+			return nil, fmt.Errorf("%s: want a prefix starting with /", where)
+		}
+		if seen[rj.Prefix] {
+			return nil, fmt.Errorf("%s: prefix appears twice; want unique prefixes", where)
+		}
+		seen[rj.Prefix] = true
+		for _, h := range rj.Hosts {
+			u, err := parseHost(h)
+			if err != nil {
+				return nil, fmt.Errorf("%s: hosts: %v", where, err)
+			}
+			r.Hosts = append(r.Hosts, u)
+		}
+		if rj.Hosts != nil && len(r.Hosts) == 0 {
+			return nil, fmt.Errorf("%s: hosts: want at least one base URL, or leave hosts out to use Hosts", where)
+		}
+		if rj.TTLSecs != nil {
+			v := *rj.TTLSecs
+			if !(v > 0) || v > maxSeconds || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("%s: ttlSecs: want a positive number of seconds", where)
+			}
+			r.TTL = time.Duration(v * float64(time.Second))
+		}
+		ms := func(name string, p *int64) (time.Duration, error) {
+			if p == nil {
+				return 0, nil
+			}
+			if *p <= 0 || *p > maxSeconds*1000 {
+				return 0, fmt.Errorf("%s: %s: want a positive whole number of milliseconds", where, name)
+			}
+			return time.Duration(*p) * time.Millisecond, nil
+		}
+		var err error
+		if r.Timeout, err = ms("timeoutMs", rj.TimeoutMs); err != nil {
+			return nil, err
+		}
+		if r.FirstByteTimeout, err = ms("firstByteTimeoutMs", rj.FirstByteTimeoutMs); err != nil {
+			return nil, err
+		}
+		if r.IdleTimeout, err = ms("idleTimeoutMs", rj.IdleTimeoutMs); err != nil {
+			return nil, err
+		}
+		if rj.MaxAttempts != nil {
+			if *rj.MaxAttempts <= 0 || *rj.MaxAttempts > 1000 {
+				return nil, fmt.Errorf("%s: maxAttempts: want a whole number from 1 to 1000", where)
+			}
+			r.MaxAttempts = int(*rj.MaxAttempts)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// AsyncConfig is a user profile's async-config.
+type AsyncConfig struct {
+	Enabled       bool   `json:"enabled"`
+	ContainerName string `json:"containername"`
+	Topic         string `json:"topic"`
+}
+
+// Profile is one entry of UserProfiles. Keys other than userId and
+// async-config are accepted and ignored, so seed-proxy profiles carry over.
+type Profile struct {
+	UserID string      `json:"userId"`
+	Async  AsyncConfig `json:"async-config"`
+}
+
+// Profiles is the UserProfiles setting: a JSON array, or file:<path> of one.
+type Profiles map[string]Profile
+
+// Decode parses s, for envconfig.
+func (p *Profiles) Decode(s string) error {
+	data := []byte(s)
+	if path, ok := strings.CutPrefix(s, "file:"); ok {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("want a readable JSON file of profiles: %v", err)
+		}
+		data = b
+	}
+	out, err := ParseProfiles(data)
+	if err != nil {
+		return err
+	}
+	*p = out
+	return nil
+}
+
+// ParseProfiles parses a JSON array of user profiles keyed by userId.
+func ParseProfiles(data []byte) (Profiles, error) {
+	var raw []Profile
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("want a JSON array of profiles ({\"userId\":…,\"async-config\":{…}}): %v", err)
+	}
+	out := Profiles{}
+	for i, p := range raw {
+		if p.UserID == "" {
+			return nil, fmt.Errorf("profile %d: want a non-empty userId", i)
+		}
+		if _, dup := out[p.UserID]; dup {
+			return nil, fmt.Errorf("profile %d: userId %q appears twice", i, p.UserID)
+		}
+		if c := p.Async.ContainerName; c != "" && !validContainer(c) {
+			return nil, fmt.Errorf("profile %q: async-config.containername %q: want 3-63 lowercase letters, digits and single hyphens", p.UserID, c)
+		}
+		out[p.UserID] = p
+	}
+	return out, nil
+}
+
+func validContainer(s string) bool {
+	if len(s) < 3 || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' || strings.Contains(s, "--") {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// Validate checks that the settings can nest under the execution limit
+// limit (zero: none). explicit reports whether a setting was given rather
+// than defaulted: only given values are held against the limit, since
+// defaults are bounded by it at run time anyway.
+func (s *Settings) Validate(limit time.Duration, explicit func(name string) bool) error {
+	if len(s.Hosts) == 0 {
+		return &SettingError{Name: "Hosts", Want: "want one or more comma-separated base URLs (required)"}
+	}
+	if limit > 0 && s.FunctionLimitMarginMs.D() >= limit {
+		return &SettingError{Name: "FunctionLimitMarginMs", Value: ms(s.FunctionLimitMarginMs.D()),
+			Want: fmt.Sprintf("want less than the execution limit of %s", limit)}
+	}
+	usable := limit - s.FunctionLimitMarginMs.D()
+	if limit > 0 {
+		if explicit("Timeout") && s.Timeout.D() > usable {
+			return &SettingError{Name: "Timeout", Value: ms(s.Timeout.D()),
+				Want: fmt.Sprintf("want at most %d ms: the execution limit %s minus the %s margin", usable.Milliseconds(), limit, s.FunctionLimitMarginMs.D())}
+		}
+		for _, r := range s.Routes {
+			if r.Timeout > usable {
+				return &SettingError{Name: "Routes", Value: fmt.Sprintf("prefix %q timeoutMs %d", r.Prefix, r.Timeout.Milliseconds()),
+					Want: fmt.Sprintf("want timeoutMs at most %d: the execution limit %s minus the %s margin", usable.Milliseconds(), limit, s.FunctionLimitMarginMs.D())}
+			}
+		}
+		if bool(s.AsyncModeEnabled) && explicit("AsyncTriggerTimeout") && s.AsyncTriggerTimeout.D() > usable {
+			return &SettingError{Name: "AsyncTriggerTimeout", Value: ms(s.AsyncTriggerTimeout.D()),
+				Want: fmt.Sprintf("want at most %d ms, so the 202 is sent before the execution limit", usable.Milliseconds())}
+		}
+	}
+	if bool(s.AsyncModeEnabled) && s.AsyncTTLSecs.D() < s.AsyncTriggerTimeout.D() {
+		return &SettingError{Name: "AsyncTTLSecs", Value: strconv.FormatFloat(s.AsyncTTLSecs.D().Seconds(), 'f', -1, 64),
+			Want: "want at least AsyncTriggerTimeout, or nothing could ever go async"}
+	}
+	if !strings.HasPrefix(s.AsyncStore, "file:") && s.AsyncStore != "azure" && !strings.HasPrefix(s.AsyncStore, "s3://") {
+		return &SettingError{Name: "AsyncStore", Value: s.AsyncStore, Want: "want file:<dir>, azure or s3://<bucket>[/<prefix>]"}
+	}
+	if s.AsyncStore == "file:" {
+		return &SettingError{Name: "AsyncStore", Value: s.AsyncStore, Want: "want a directory after file:"}
+	}
+	return nil
+}
+
+func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+
+// RouteFor returns the effective route for path: the longest matching
+// Routes prefix with unset fields filled from the gateway-level settings,
+// or the default route. It never returns nil.
+func (s *Settings) RouteFor(path string) *Route {
+	var best *Route
+	for i := range s.Routes {
+		r := &s.Routes[i]
+		if strings.HasPrefix(path, r.Prefix) && (best == nil || len(r.Prefix) > len(best.Prefix)) {
+			best = r
+		}
+	}
+	eff := Route{Prefix: "/"}
+	if best != nil {
+		eff = *best
+	}
+	if len(eff.Hosts) == 0 {
+		eff.Hosts = s.Hosts
+	}
+	if eff.TTL == 0 {
+		eff.TTL = s.DefaultTTLSecs.D()
+	}
+	if eff.Timeout == 0 {
+		eff.Timeout = s.Timeout.D()
+	}
+	if eff.MaxAttempts == 0 {
+		eff.MaxAttempts = int(s.MaxAttempts)
+	}
+	if eff.MaxAttempts == 0 {
+		eff.MaxAttempts = len(eff.Hosts)
+	}
+	if eff.FirstByteTimeout == 0 {
+		eff.FirstByteTimeout = eff.IdleTimeout
+	}
+	return &eff
+}
+
+
+// Router resolves request paths to effective routes. Build it once with
+// NewRouter; it is safe for concurrent use.
+type Router struct {
+	routes []*Route // effective, longest prefix first
+	def    *Route
+}
+
+// NewRouter precomputes the effective routes of s.
+func NewRouter(s *Settings) *Router {
+	rt := &Router{def: s.RouteFor("\x00")}
+	for _, r := range s.Routes {
+		rt.routes = append(rt.routes, s.RouteFor(r.Prefix))
+	}
+	// Longest prefix first.
+	for i := 1; i < len(rt.routes); i++ {
+		for j := i; j > 0 && len(rt.routes[j].Prefix) > len(rt.routes[j-1].Prefix); j-- {
+			rt.routes[j], rt.routes[j-1] = rt.routes[j-1], rt.routes[j]
+		}
+	}
+	return rt
+}
+
+// Match returns the effective route for path. It never returns nil.
+func (rt *Router) Match(path string) *Route {
+	for _, r := range rt.routes {
+		if strings.HasPrefix(path, r.Prefix) {
+			return r
+		}
+	}
+	return rt.def
+}
