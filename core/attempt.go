@@ -1,0 +1,125 @@
+package core
+
+import (
+	"errors"
+	"net/http"
+	"time"
+)
+
+// Outcome says how one attempt ended.
+type Outcome string
+
+// The outcomes recorded in an attempt timeline (CONTRACT §5).
+const (
+	OutcomeStatus        Outcome = "status"         // the backend answered
+	OutcomeTimeout       Outcome = "timeout"        // a deadline cut it
+	OutcomeConnectError  Outcome = "connect-error"  // no answer at connection level
+	OutcomeFunctionLimit Outcome = "function-limit" // the execution limit cut it
+)
+
+// Attempt is one entry of a request's attempt timeline.
+type Attempt struct {
+	Host       string  `json:"host"`
+	Status     int     `json:"status,omitempty"`
+	Outcome    Outcome `json:"outcome"`
+	DurationMs int64   `json:"durationMs"`
+	// Cause is the deadline that ended a timed-out attempt.
+	Cause Cause `json:"-"`
+}
+
+// Reason says why a request ended without a response to pass through.
+type Reason uint8
+
+// The reasons, each one row of CONTRACT §5's status table.
+const (
+	ReasonNone               Reason = iota
+	ReasonInvalidTTL                // 400 InvalidTTL
+	ReasonInvalidTimeout            // 400 InvalidTimeout
+	ReasonTTLExpired                // 412 before any attempt, 504 after
+	ReasonAttemptTimeout            // 504
+	ReasonFunctionLimit             // 504
+	ReasonBackendUnavailable        // 502
+	ReasonAsyncUnavailable          // 503
+	ReasonClientGone                // the client left; nothing is sent
+)
+
+// Code returns the contract's error code for r.
+func (r Reason) Code() string {
+	switch r {
+	case ReasonInvalidTTL:
+		return "InvalidTTL"
+	case ReasonInvalidTimeout:
+		return "InvalidTimeout"
+	case ReasonTTLExpired:
+		return "TTLExpired"
+	case ReasonAttemptTimeout:
+		return "AttemptTimeout"
+	case ReasonFunctionLimit:
+		return "FunctionLimit"
+	case ReasonBackendUnavailable:
+		return "BackendUnavailable"
+	case ReasonAsyncUnavailable:
+		return "AsyncUnavailable"
+	case ReasonClientGone:
+		return "ClientClosedRequest"
+	}
+	return "Internal"
+}
+
+// Status returns the contract's HTTP status for r; attempted says whether
+// any attempt reached a backend (it turns an expired TTL from 412 to 504).
+// This is CONTRACT §5's table, kept in core because async results record it.
+func (r Reason) Status(attempted bool) int {
+	switch r {
+	case ReasonInvalidTTL, ReasonInvalidTimeout:
+		return http.StatusBadRequest
+	case ReasonTTLExpired:
+		if !attempted {
+			return http.StatusPreconditionFailed
+		}
+		return http.StatusGatewayTimeout
+	case ReasonAttemptTimeout, ReasonFunctionLimit:
+		return http.StatusGatewayTimeout
+	case ReasonBackendUnavailable:
+		return http.StatusBadGateway
+	case ReasonAsyncUnavailable:
+		return http.StatusServiceUnavailable
+	case ReasonClientGone:
+		return 499
+	}
+	return http.StatusInternalServerError
+}
+
+// Error is a request that ended without a backend response to pass
+// through. Callers branch on Reason; Attempts is the timeline so far.
+type Error struct {
+	Reason   Reason
+	Message  string
+	Attempts []Attempt
+	// Err is the underlying cause, if any.
+	Err error
+}
+
+func (e *Error) Error() string {
+	if e.Message != "" {
+		return e.Reason.Code() + ": " + e.Message
+	}
+	return e.Reason.Code()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// HTTPStatus returns the status the client gets for e.
+func (e *Error) HTTPStatus() int { return e.Reason.Status(len(e.Attempts) > 0) }
+
+// ReasonOf returns the Reason of err, or ReasonNone.
+func ReasonOf(err error) Reason {
+	var ge *Error
+	if errors.As(err, &ge) {
+		return ge.Reason
+	}
+	return ReasonNone
+}
+
+// durationMs rounds d to whole milliseconds for the timeline.
+func durationMs(d time.Duration) int64 { return d.Milliseconds() }

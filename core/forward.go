@@ -1,0 +1,550 @@
+package core
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Request is a client request as the gateway forwards it: everything needed
+// to send it again, attempt after attempt.
+type Request struct {
+	// Method, Path and RawQuery are the client's; the backend base URL's
+	// path is put in front of Path.
+	Method   string
+	Path     string
+	RawQuery string
+	// Header holds the client's headers. Forward never modifies it.
+	Header http.Header
+	// Host is the Host the client asked for; RemoteAddr its address
+	// (host:port or host); Proto "http" or "https". They become the
+	// X-Forwarded-* headers.
+	Host       string
+	RemoteAddr string
+	Proto      string
+	// Body is the buffered body, sent whole by every attempt. When
+	// BodyStream is set instead, the body is too large to buffer: it goes
+	// to the first attempt only and the request is not retried.
+	Body       []byte
+	BodyStream io.Reader
+	// IdempotencyKey is sent on every attempt; ClientKey says the client
+	// chose it (which makes POST and PATCH safe to retry after a timeout).
+	IdempotencyKey string
+	ClientKey      bool
+	// Route is the effective route; Budget the request's time.
+	Route  *Route
+	Budget Budget
+}
+
+// Result is a backend response the client gets: its status and headers
+// arrived within the budget. Response.Body streams the rest under the
+// route's idle-gap limit and the execution limit; the caller must close it.
+type Result struct {
+	Response *http.Response
+	Attempts []Attempt
+}
+
+// Forwarder runs the attempt loop of CONTRACT §4. Its zero value is usable;
+// it is safe for concurrent use once its fields are set.
+type Forwarder struct {
+	// Transport sends attempts. If nil, http.DefaultTransport is used.
+	Transport http.RoundTripper
+	// BackoffBase is the base of the jittered exponential wait between
+	// attempts. Zero means no wait.
+	BackoffBase time.Duration
+	// Stats, if set, counts attempts and the deadlines that cut them.
+	Stats *Stats
+}
+
+// deadlineError is the cancellation cause of an attempt or stream that a
+// deadline ended.
+type deadlineError struct{ cause Cause }
+
+func (e deadlineError) Error() string { return "deadline: " + e.cause.String() }
+
+// ErrIdleTimeout is the cause of a response stream cut by the route's idle
+// gap limit.
+var ErrIdleTimeout = errors.New("response stream idle too long")
+
+// ErrFunctionLimit is the cause of a response stream cut by the execution
+// limit.
+var ErrFunctionLimit = errors.New("execution limit reached")
+
+// Forward sends req to the route's hosts in order until one answers with a
+// status that is not retried, the attempts run out, or a deadline ends the
+// request. A backend answer, even a failed one, comes back as a Result; a
+// request that ends without one is an *Error.
+func (f *Forwarder) Forward(ctx context.Context, req *Request) (*Result, error) {
+	rt := f.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	b := req.Budget
+	route := req.Route
+	// The stream context carries the execution limit for the whole
+	// exchange, body included.
+	streamCtx, streamCancel := ctx, context.CancelFunc(func() {})
+	if !b.Limit.IsZero() {
+		streamCtx, streamCancel = context.WithDeadlineCause(ctx, b.Limit, ErrFunctionLimit)
+	}
+	maxAttempts := max(route.MaxAttempts, 1)
+	if req.BodyStream != nil {
+		maxAttempts = 1
+	}
+	var attempts []Attempt
+	var last *attemptResult
+	for n := 1; ; n++ {
+		now := time.Now()
+		end, endCause := b.End()
+		if !now.Before(end) {
+			streamCancel()
+			last.close()
+			return nil, f.expired(endCause, attempts)
+		}
+		host := route.Hosts[(n-1)%len(route.Hosts)]
+		ar := f.attempt(streamCtx, rt, req, host, now)
+		attempts = append(attempts, ar.record)
+		last.close()
+		last = ar
+		if ar.clientGone {
+			streamCancel()
+			ar.close()
+			return nil, &Error{Reason: ReasonClientGone, Attempts: attempts, Err: context.Cause(ctx)}
+		}
+		if ar.resp != nil && !retryableStatus(ar.resp.StatusCode) {
+			return f.deliver(ar, attempts, route, streamCancel), nil
+		}
+		// The attempt failed: try again if the rules and the budget allow.
+		wait, ok := f.nextWait(req, ar, n, maxAttempts)
+		if ok {
+			if d := time.Until(end); wait >= d {
+				ok = false
+			}
+		}
+		if !ok {
+			if ar.resp != nil {
+				return f.deliver(ar, attempts, route, streamCancel), nil
+			}
+			streamCancel()
+			return nil, f.failure(ar, attempts)
+		}
+		ar.close()
+		last = nil
+		if f.Stats != nil {
+			f.Stats.Retries.Add(1)
+		}
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				streamCancel()
+				return nil, &Error{Reason: ReasonClientGone, Attempts: attempts, Err: context.Cause(ctx)}
+			}
+		}
+	}
+}
+
+// attemptResult is the state of one attempt.
+type attemptResult struct {
+	record     Attempt
+	resp       *http.Response
+	cancel     context.CancelCauseFunc
+	ctx        context.Context
+	dial       bool // failed before the request left: always safe to retry
+	clientGone bool
+	retryAfter time.Duration
+}
+
+func (a *attemptResult) close() {
+	if a == nil {
+		return
+	}
+	if a.resp != nil {
+		// Drain a little so the connection can be reused.
+		io.CopyN(io.Discard, a.resp.Body, 4<<10)
+		a.resp.Body.Close()
+		a.resp = nil
+	}
+	if a.cancel != nil {
+		a.cancel(context.Canceled)
+	}
+}
+
+func (f *Forwarder) attempt(parent context.Context, rt http.RoundTripper, req *Request, host *url.URL, start time.Time) *attemptResult {
+	deadline, cause := req.Budget.Attempt(start)
+	window := deadline.Sub(start)
+	ctx, cancel := context.WithCancelCause(parent)
+	timer := time.AfterFunc(window, func() { cancel(deadlineError{cause}) })
+	out := buildOutgoing(ctx, req, host, window)
+	ar := &attemptResult{cancel: cancel, ctx: ctx, record: Attempt{Host: host.Host}}
+	if f.Stats != nil {
+		f.Stats.Attempts.Add(1)
+	}
+	resp, err := rt.RoundTrip(out)
+	stopped := timer.Stop()
+	ar.record.DurationMs = durationMs(time.Since(start))
+	if err == nil && !stopped {
+		// The deadline fired as the headers arrived: too late.
+		resp.Body.Close()
+		resp, err = nil, context.Cause(ctx)
+	}
+	if err == nil {
+		ar.resp = resp
+		ar.record.Outcome = OutcomeStatus
+		ar.record.Status = resp.StatusCode
+		ar.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		return ar
+	}
+	cancel(context.Canceled)
+	ar.cancel = nil
+	var de deadlineError
+	switch c := context.Cause(ctx); {
+	case errors.As(c, &de):
+		ar.record.Cause = de.cause
+		ar.record.Outcome = OutcomeTimeout
+		if de.cause == CauseFunctionLimit {
+			ar.record.Outcome = OutcomeFunctionLimit
+		}
+		f.Stats.countTimeout(de.cause)
+	case errors.Is(c, ErrFunctionLimit):
+		ar.record.Cause = CauseFunctionLimit
+		ar.record.Outcome = OutcomeFunctionLimit
+		f.Stats.countTimeout(CauseFunctionLimit)
+	case parent.Err() != nil:
+		ar.clientGone = true
+		ar.record.Outcome = OutcomeConnectError
+	default:
+		ar.record.Outcome = OutcomeConnectError
+		var op *net.OpError
+		ar.dial = errors.As(err, &op) && op.Op == "dial"
+	}
+	return ar
+}
+
+// nextWait decides whether another attempt may follow ar (the n-th) and how
+// long to wait before it.
+func (f *Forwarder) nextWait(req *Request, ar *attemptResult, n, maxAttempts int) (time.Duration, bool) {
+	if n >= maxAttempts {
+		return 0, false
+	}
+	if ar.record.Outcome == OutcomeFunctionLimit || ar.record.Cause == CauseTTL {
+		return 0, false
+	}
+	safe := ar.dial || idempotent(req.Method) || req.ClientKey
+	if ar.resp != nil {
+		switch ar.resp.StatusCode {
+		case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+			safe = true
+		}
+	}
+	if !safe {
+		return 0, false
+	}
+	wait := Backoff(f.BackoffBase, n, rand.Float64())
+	if ar.retryAfter > wait {
+		wait = ar.retryAfter
+	}
+	return wait, true
+}
+
+// Backoff returns the wait before retry n (n ≥ 1) for a uniform random
+// r in [0,1): r × min(10 × base, base × 2ⁿ⁻¹), as Envoy does.
+func Backoff(base time.Duration, n int, r float64) time.Duration {
+	if base <= 0 || n < 1 {
+		return 0
+	}
+	ceil := 10 * base
+	if n < 5 {
+		if c := base << (n - 1); c < ceil {
+			ceil = c
+		}
+	}
+	return time.Duration(r * float64(ceil))
+}
+
+func retryableStatus(code int) bool {
+	switch code {
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+func idempotent(method string) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+// parseRetryAfter reads Retry-After as seconds or an HTTP date; zero if
+// absent, unreadable or past.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n <= 0 || n > maxSeconds {
+			return 0
+		}
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+func (f *Forwarder) expired(c Cause, attempts []Attempt) *Error {
+	if c == CauseFunctionLimit {
+		f.Stats.countEnd(ReasonFunctionLimit)
+		return &Error{Reason: ReasonFunctionLimit, Message: "the execution limit leaves no time for another attempt", Attempts: attempts}
+	}
+	f.Stats.countEnd(ReasonTTLExpired)
+	if len(attempts) == 0 {
+		return &Error{Reason: ReasonTTLExpired, Message: "the request's TTL was over before any attempt started", Attempts: attempts}
+	}
+	return &Error{Reason: ReasonTTLExpired, Message: "the request's TTL ran out", Attempts: attempts}
+}
+
+func (f *Forwarder) failure(ar *attemptResult, attempts []Attempt) *Error {
+	var e *Error
+	switch ar.record.Outcome {
+	case OutcomeFunctionLimit:
+		e = &Error{Reason: ReasonFunctionLimit, Message: "the execution limit cut the attempt", Attempts: attempts}
+	case OutcomeTimeout:
+		if ar.record.Cause == CauseTTL {
+			e = &Error{Reason: ReasonTTLExpired, Message: "the request's TTL ran out during an attempt", Attempts: attempts}
+		} else {
+			e = &Error{Reason: ReasonAttemptTimeout, Message: "the last attempt ran out of its Timeout", Attempts: attempts}
+		}
+	default:
+		e = &Error{Reason: ReasonBackendUnavailable, Message: "no backend could be reached", Attempts: attempts}
+	}
+	f.Stats.countEnd(e.Reason)
+	return e
+}
+
+// deliver hands a backend response to the caller with its body under the
+// stream rules: the idle-gap limit and the execution limit.
+func (f *Forwarder) deliver(ar *attemptResult, attempts []Attempt, route *Route, streamCancel context.CancelFunc) *Result {
+	resp := ar.resp
+	ar.resp = nil
+	sb := &streamBody{body: resp.Body, ctx: ar.ctx, cancel: ar.cancel, streamCancel: streamCancel, idle: route.IdleTimeout, stats: f.Stats}
+	if route.FirstByteTimeout > 0 {
+		sb.timer = time.AfterFunc(route.FirstByteTimeout, sb.fire)
+	}
+	resp.Body = sb
+	return &Result{Response: resp, Attempts: attempts}
+}
+
+// streamBody is a response body read under the idle-gap limit.
+type streamBody struct {
+	body         io.ReadCloser
+	ctx          context.Context
+	cancel       context.CancelCauseFunc
+	streamCancel context.CancelFunc
+	idle         time.Duration
+	stats        *Stats
+
+	mu     sync.Mutex
+	timer  *time.Timer
+	closed bool
+}
+
+func (s *streamBody) fire() {
+	s.cancel(ErrIdleTimeout)
+}
+
+func (s *streamBody) Read(p []byte) (int, error) {
+	n, err := s.body.Read(p)
+	if n > 0 && s.idle > 0 {
+		s.mu.Lock()
+		if s.timer == nil {
+			s.timer = time.AfterFunc(s.idle, s.fire)
+		} else if s.timer.Stop() {
+			s.timer.Reset(s.idle)
+		}
+		s.mu.Unlock()
+	}
+	if err != nil && err != io.EOF {
+		if c := context.Cause(s.ctx); c != nil && c != context.Canceled {
+			err = c
+		}
+	}
+	return n, err
+}
+
+// Cut reports why the stream was cut, or nil: ErrIdleTimeout or
+// ErrFunctionLimit.
+func (s *streamBody) Cut() error {
+	c := context.Cause(s.ctx)
+	if errors.Is(c, ErrIdleTimeout) || errors.Is(c, ErrFunctionLimit) {
+		return c
+	}
+	return nil
+}
+
+func (s *streamBody) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	s.mu.Unlock()
+	if c := s.Cut(); c != nil {
+		s.stats.countCut(c)
+	}
+	err := s.body.Close()
+	s.cancel(context.Canceled)
+	s.streamCancel()
+	return err
+}
+
+// StreamCut reports why a Result's body stream was cut by the gateway:
+// ErrIdleTimeout, ErrFunctionLimit, or nil when it was not.
+func StreamCut(body io.Reader) error {
+	if s, ok := body.(*streamBody); ok {
+		return s.Cut()
+	}
+	return nil
+}
+
+// hopHeaders are dropped in both directions (RFC 9110 §7.6.1).
+var hopHeaders = []string{
+	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
+}
+
+// RemoveHopHeaders deletes the hop-by-hop headers from h, including those
+// named by its Connection header.
+func RemoveHopHeaders(h http.Header) {
+	for _, f := range h["Connection"] {
+		for sf := range strings.SplitSeq(f, ",") {
+			if sf = textproto(sf); sf != "" {
+				h.Del(sf)
+			}
+		}
+	}
+	for _, k := range hopHeaders {
+		h.Del(k)
+	}
+}
+
+func textproto(s string) string { return http.CanonicalHeaderKey(strings.TrimSpace(s)) }
+
+// buildOutgoing makes one attempt's request to host.
+func buildOutgoing(ctx context.Context, req *Request, host *url.URL, window time.Duration) *http.Request {
+	h := make(http.Header, len(req.Header)+6)
+	for k, v := range req.Header {
+		if len(k) >= 3 && strings.EqualFold(k[:3], "s7p") {
+			continue
+		}
+		h[k] = v
+	}
+	RemoveHopHeaders(h)
+	if te := req.Header["Te"]; len(te) > 0 && strings.Contains(strings.ToLower(strings.Join(te, ",")), "trailers") {
+		h["Te"] = []string{"trailers"} // gRPC needs it end to end
+	}
+	if ip := clientIP(req.RemoteAddr); ip != "" {
+		if prior := h["X-Forwarded-For"]; len(prior) > 0 {
+			ip = strings.Join(prior, ", ") + ", " + ip
+		}
+		h["X-Forwarded-For"] = []string{ip}
+	}
+	if req.Proto != "" {
+		h["X-Forwarded-Proto"] = []string{req.Proto}
+	}
+	if req.Host != "" {
+		h["X-Forwarded-Host"] = []string{req.Host}
+	}
+	if req.IdempotencyKey != "" {
+		h["Idempotency-Key"] = []string{req.IdempotencyKey}
+	}
+	msStr := strconv.FormatInt(max(window.Milliseconds(), 1), 10)
+	h["X-Envoy-Expected-Rq-Timeout-Ms"] = []string{msStr}
+	if ct := h.Get("Content-Type"); strings.HasPrefix(ct, "application/grpc") {
+		h["Grpc-Timeout"] = []string{GRPCTimeout(window)}
+	}
+	u := &url.URL{Scheme: host.Scheme, Host: host.Host, Path: host.Path + req.Path, RawQuery: req.RawQuery}
+	var body io.ReadCloser = http.NoBody
+	var getBody func() (io.ReadCloser, error)
+	contentLength := int64(0)
+	switch {
+	case req.BodyStream != nil:
+		body = io.NopCloser(req.BodyStream)
+		contentLength = -1
+		if cl, err := strconv.ParseInt(req.Header.Get("Content-Length"), 10, 64); err == nil {
+			contentLength = cl
+		}
+	case len(req.Body) > 0:
+		b := req.Body
+		body = io.NopCloser(bytes.NewReader(b))
+		contentLength = int64(len(b))
+		getBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	}
+	out := (&http.Request{
+		Method:        req.Method,
+		URL:           u,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        h,
+		Body:          body,
+		GetBody:       getBody,
+		ContentLength: contentLength,
+		Host:          host.Host,
+	}).WithContext(ctx)
+	if contentLength == 0 {
+		out.Body = nil
+	}
+	return out
+}
+
+// GRPCTimeout formats d in gRPC's grpc-timeout syntax: at most eight
+// digits and a unit.
+func GRPCTimeout(d time.Duration) string {
+	if d <= 0 {
+		return "1n"
+	}
+	units := []struct {
+		unit string
+		d    time.Duration
+	}{{"n", time.Nanosecond}, {"u", time.Microsecond}, {"m", time.Millisecond}, {"S", time.Second}, {"M", time.Minute}, {"H", time.Hour}}
+	for _, u := range units {
+		v := d / u.d
+		if d%u.d != 0 {
+			v++ // round up: never promise less than the window
+		}
+		if v < 1e8 {
+			return strconv.FormatInt(int64(v), 10) + u.unit
+		}
+	}
+	return "99999999H"
+}
+
+func clientIP(remote string) string {
+	if remote == "" {
+		return ""
+	}
+	if h, _, err := net.SplitHostPort(remote); err == nil {
+		return h
+	}
+	return remote
+}

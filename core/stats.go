@@ -1,0 +1,109 @@
+package core
+
+import (
+	"errors"
+	"sync/atomic"
+)
+
+// Stats counts requests and the deadlines that ended them, keeping each
+// timeout source apart as Envoy keeps upstream_rq_timeout apart from
+// upstream_rq_per_try_timeout. The zero value is ready; a nil *Stats counts
+// nothing. All methods are safe for concurrent use.
+type Stats struct {
+	Requests atomic.Int64
+	Attempts atomic.Int64
+	Retries  atomic.Int64
+
+	// Per-attempt deadlines that cut an attempt, by source.
+	AttemptTimeoutTTL           atomic.Int64 // the request TTL fired during an attempt
+	AttemptTimeoutPerTry        atomic.Int64 // the attempt's own Timeout fired
+	AttemptTimeoutFunctionLimit atomic.Int64 // the execution limit fired
+
+	// How requests ended without a backend answer.
+	EndTTLExpired         atomic.Int64
+	EndAttemptTimeout     atomic.Int64
+	EndFunctionLimit      atomic.Int64
+	EndBackendUnavailable atomic.Int64
+	EndClientGone         atomic.Int64
+	EndBadRequest         atomic.Int64
+
+	// Streams aborted after their headers were sent.
+	StreamIdleCut          atomic.Int64
+	StreamFunctionLimitCut atomic.Int64
+
+	// Async hand-offs.
+	AsyncAccepted    atomic.Int64
+	AsyncUnavailable atomic.Int64
+}
+
+func (s *Stats) countTimeout(c Cause) {
+	if s == nil {
+		return
+	}
+	switch c {
+	case CauseTTL:
+		s.AttemptTimeoutTTL.Add(1)
+	case CauseTimeout:
+		s.AttemptTimeoutPerTry.Add(1)
+	case CauseFunctionLimit:
+		s.AttemptTimeoutFunctionLimit.Add(1)
+	}
+}
+
+// CountEnd counts a request that ended with reason r.
+func (s *Stats) CountEnd(r Reason) { s.countEnd(r) }
+
+func (s *Stats) countEnd(r Reason) {
+	if s == nil {
+		return
+	}
+	switch r {
+	case ReasonTTLExpired:
+		s.EndTTLExpired.Add(1)
+	case ReasonAttemptTimeout:
+		s.EndAttemptTimeout.Add(1)
+	case ReasonFunctionLimit:
+		s.EndFunctionLimit.Add(1)
+	case ReasonBackendUnavailable:
+		s.EndBackendUnavailable.Add(1)
+	case ReasonClientGone:
+		s.EndClientGone.Add(1)
+	case ReasonInvalidTTL, ReasonInvalidTimeout:
+		s.EndBadRequest.Add(1)
+	case ReasonAsyncUnavailable:
+		s.AsyncUnavailable.Add(1)
+	}
+}
+
+func (s *Stats) countCut(err error) {
+	if s == nil {
+		return
+	}
+	if errors.Is(err, ErrIdleTimeout) {
+		s.StreamIdleCut.Add(1)
+	} else {
+		s.StreamFunctionLimitCut.Add(1)
+	}
+}
+
+// Snapshot returns the counters as a name → value map, for /_gateway/stats.
+func (s *Stats) Snapshot() map[string]int64 {
+	return map[string]int64{
+		"requests":                       s.Requests.Load(),
+		"attempts":                       s.Attempts.Load(),
+		"retries":                        s.Retries.Load(),
+		"attempt_timeout_ttl":            s.AttemptTimeoutTTL.Load(),
+		"attempt_timeout_per_try":        s.AttemptTimeoutPerTry.Load(),
+		"attempt_timeout_function_limit": s.AttemptTimeoutFunctionLimit.Load(),
+		"end_ttl_expired":                s.EndTTLExpired.Load(),
+		"end_attempt_timeout":            s.EndAttemptTimeout.Load(),
+		"end_function_limit":             s.EndFunctionLimit.Load(),
+		"end_backend_unavailable":        s.EndBackendUnavailable.Load(),
+		"end_client_gone":                s.EndClientGone.Load(),
+		"end_bad_request":                s.EndBadRequest.Load(),
+		"stream_idle_cut":                s.StreamIdleCut.Load(),
+		"stream_function_limit_cut":      s.StreamFunctionLimitCut.Load(),
+		"async_accepted":                 s.AsyncAccepted.Load(),
+		"async_unavailable":              s.AsyncUnavailable.Load(),
+	}
+}
