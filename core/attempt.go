@@ -1,6 +1,7 @@
 package core
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"time"
@@ -123,3 +124,29 @@ func ReasonOf(err error) Reason {
 
 // durationMs rounds d to whole milliseconds for the timeline.
 func durationMs(d time.Duration) int64 { return d.Milliseconds() }
+
+// errorBody is the wire form of a gateway-made error (CONTRACT §5).
+type errorBody struct {
+	Error struct {
+		Code     string    `json:"code"`
+		Message  string    `json:"message"`
+		Attempts []Attempt `json:"attempts"`
+	} `json:"error"`
+}
+
+// JSON returns e as the contract's error document:
+// {"error":{"code","message","attempts":[…]}}.
+func (e *Error) JSON() []byte {
+	var b errorBody
+	b.Error.Code = e.Reason.Code()
+	b.Error.Message = e.Message
+	if b.Error.Message == "" && e.Err != nil {
+		b.Error.Message = e.Err.Error()
+	}
+	b.Error.Attempts = e.Attempts
+	if b.Error.Attempts == nil {
+		b.Error.Attempts = []Attempt{}
+	}
+	out, _ := json.Marshal(&b)
+	return out
+}
