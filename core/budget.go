@@ -89,12 +89,8 @@ func ParseTTL(v string, arrival time.Time) (time.Time, error) {
 		return time.Time{}, ErrInvalidTTL
 	}
 	if rest, ok := strings.CutPrefix(v, "+"); ok {
-		secs, err := parseDecimalSeconds(rest)
-		if err != nil || rest == "" || rest[0] == '-' || rest[0] == '+' {
-			return time.Time{}, ErrInvalidTTL
-		}
-		t := time.Unix(0, 0).Add(secs)
-		if t.Sub(arrival) > maxSeconds*time.Second {
+		t, err := parseUnix(rest)
+		if err != nil || t.Sub(arrival) > maxSeconds*time.Second {
 			return time.Time{}, ErrInvalidTTL
 		}
 		return t, nil
@@ -121,6 +117,28 @@ func parseISO(v string, arrival time.Time) (time.Time, error) {
 		return time.Time{}, ErrInvalidTTL
 	}
 	return t, nil
+}
+
+// parseUnix reads digits[.digits] as absolute Unix seconds, up to the
+// year 9999.
+func parseUnix(v string) (time.Time, error) {
+	whole, frac, _ := strings.Cut(v, ".")
+	if whole == "" || len(whole) > 12 || strings.Trim(whole, "0123456789") != "" || strings.Trim(frac, "0123456789") != "" {
+		return time.Time{}, ErrInvalidTTL
+	}
+	sec, err := strconv.ParseInt(whole, 10, 64)
+	if err != nil || sec > 253402300799 {
+		return time.Time{}, ErrInvalidTTL
+	}
+	var nsec int64
+	if frac != "" {
+		if len(frac) > 9 {
+			frac = frac[:9]
+		}
+		n, _ := strconv.ParseInt(frac+strings.Repeat("0", 9-len(frac)), 10, 64)
+		nsec = n
+	}
+	return time.Unix(sec, nsec), nil
 }
 
 // parseDecimalSeconds reads [-]digits[.digits] as a duration, rejecting

@@ -1,0 +1,495 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// stubRT is a RoundTripper whose behaviour is a function of the host and
+// the request; it records every request it saw.
+type stubRT struct {
+	mu   sync.Mutex
+	seen []*http.Request
+	fn   func(host string, r *http.Request) (*http.Response, error)
+}
+
+func (s *stubRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	s.mu.Lock()
+	s.seen = append(s.seen, r)
+	s.mu.Unlock()
+	return s.fn(r.URL.Host, r)
+}
+
+func (s *stubRT) hosts() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, r := range s.seen {
+		out = append(out, r.URL.Host)
+	}
+	return out
+}
+
+func answer(status int, body string, hdr ...string) *http.Response {
+	h := http.Header{}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		h.Set(hdr[i], hdr[i+1])
+	}
+	return &http.Response{StatusCode: status, Header: h, Body: io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body))}
+}
+
+func refused() error {
+	return &net.OpError{Op: "dial", Net: "tcp", Err: &net.OpError{Err: syscall.ECONNREFUSED}}
+}
+
+// hang waits for the attempt's context to end.
+func hang(_ string, r *http.Request) (*http.Response, error) {
+	<-r.Context().Done()
+	return nil, r.Context().Err()
+}
+
+func mustHosts(tb testing.TB, hs ...string) HostList {
+	tb.Helper()
+	var out HostList
+	for _, h := range hs {
+		u, err := url.Parse("http://" + h)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+type fwdCase struct {
+	name        string
+	method      string
+	clientKey   bool
+	hosts       []string
+	maxAttempts int
+	ttl         time.Duration
+	timeout     time.Duration
+	limit       time.Duration // from arrival; 0: none
+	backoff     time.Duration
+	rt          func(host string, r *http.Request) (*http.Response, error)
+
+	wantStatus   int    // a passed-through answer, or 0
+	wantReason   Reason // a gateway error, or ReasonNone
+	wantHTTP     int    // the gateway error's status
+	wantHosts    string // hosts tried, comma-separated
+	wantElapsed  time.Duration
+	wantOutcomes string
+}
+
+func TestForward(t *testing.T) {
+	okAt := func(good string) func(string, *http.Request) (*http.Response, error) {
+		return func(h string, r *http.Request) (*http.Response, error) {
+			if h == good {
+				return answer(200, "ok"), nil
+			}
+			return answer(503, "busy"), nil
+		}
+	}
+	tests := []fwdCase{
+		{name: "first host answers", hosts: []string{"a", "b"}, ttl: 10 * time.Second, timeout: time.Second,
+			rt: okAt("a"), wantStatus: 200, wantHosts: "a", wantOutcomes: "status"},
+		{name: "503 moves to the next host", hosts: []string{"a", "b"}, ttl: 10 * time.Second, timeout: time.Second,
+			rt: okAt("b"), wantStatus: 200, wantHosts: "a,b", wantOutcomes: "status,status"},
+		{name: "all 503: the last answer passes through", hosts: []string{"a", "b"}, ttl: 10 * time.Second, timeout: time.Second,
+			rt: okAt("none"), wantStatus: 503, wantHosts: "a,b", wantOutcomes: "status,status"},
+		{name: "500 is not retried", hosts: []string{"a", "b"}, ttl: 10 * time.Second, timeout: time.Second,
+			rt: func(string, *http.Request) (*http.Response, error) { return answer(500, "boom"), nil },
+			wantStatus: 500, wantHosts: "a", wantOutcomes: "status"},
+		{name: "refused then healthy", hosts: []string{"a", "b"}, ttl: 10 * time.Second, timeout: time.Second,
+			rt: func(h string, r *http.Request) (*http.Response, error) {
+				if h == "a" {
+					return nil, refused()
+				}
+				return answer(200, "ok"), nil
+			}, wantStatus: 200, wantHosts: "a,b", wantOutcomes: "connect-error,status"},
+		{name: "all refused: 502", hosts: []string{"a", "b"}, ttl: 10 * time.Second, timeout: time.Second,
+			rt:         func(string, *http.Request) (*http.Response, error) { return nil, refused() },
+			wantReason: ReasonBackendUnavailable, wantHTTP: 502, wantHosts: "a,b", wantOutcomes: "connect-error,connect-error"},
+		{name: "per-try timeouts exhaust attempts: 504 AttemptTimeout", hosts: []string{"a", "b"}, ttl: 10 * time.Second, timeout: time.Second,
+			rt: hang, wantReason: ReasonAttemptTimeout, wantHTTP: 504, wantHosts: "a,b", wantElapsed: 2 * time.Second,
+			wantOutcomes: "timeout,timeout"},
+		{name: "TTL fires during an attempt: 504 TTLExpired", hosts: []string{"a"}, ttl: time.Second, timeout: 5 * time.Second,
+			rt: hang, wantReason: ReasonTTLExpired, wantHTTP: 504, wantHosts: "a", wantElapsed: time.Second, wantOutcomes: "timeout"},
+		{name: "TTL shortens the last attempt (Envoy case)", hosts: []string{"a"}, maxAttempts: 5, ttl: 2 * time.Second, timeout: 800 * time.Millisecond,
+			rt: hang, wantReason: ReasonTTLExpired, wantHTTP: 504, wantHosts: "a,a,a", wantElapsed: 2 * time.Second,
+			wantOutcomes: "timeout,timeout,timeout"},
+		{name: "execution limit cuts the attempt", hosts: []string{"a", "b"}, ttl: 10 * time.Second, timeout: 5 * time.Second, limit: 3 * time.Second,
+			rt: hang, wantReason: ReasonFunctionLimit, wantHTTP: 504, wantHosts: "a", wantElapsed: 3 * time.Second, wantOutcomes: "function-limit"},
+		{name: "MaxAttempts cycles through hosts", hosts: []string{"a", "b"}, maxAttempts: 3, ttl: 10 * time.Second, timeout: time.Second,
+			rt: okAt("none"), wantStatus: 503, wantHosts: "a,b,a", wantOutcomes: "status,status,status"},
+		{name: "MaxAttempts 1 means no retry", hosts: []string{"a", "b"}, maxAttempts: 1, ttl: 10 * time.Second, timeout: time.Second,
+			rt: okAt("b"), wantStatus: 503, wantHosts: "a", wantOutcomes: "status"},
+		{name: "POST timeout without client key is not retried", method: "POST", hosts: []string{"a", "b"}, ttl: 10 * time.Second, timeout: time.Second,
+			rt: hang, wantReason: ReasonAttemptTimeout, wantHTTP: 504, wantHosts: "a", wantElapsed: time.Second, wantOutcomes: "timeout"},
+		{name: "POST timeout with client key is retried", method: "POST", clientKey: true, hosts: []string{"a", "b"}, ttl: 10 * time.Second, timeout: time.Second,
+			rt: hang, wantReason: ReasonAttemptTimeout, wantHTTP: 504, wantHosts: "a,b", wantElapsed: 2 * time.Second, wantOutcomes: "timeout,timeout"},
+		{name: "POST 503 is always retried", method: "POST", hosts: []string{"a", "b"}, ttl: 10 * time.Second, timeout: time.Second,
+			rt: okAt("b"), wantStatus: 200, wantHosts: "a,b", wantOutcomes: "status,status"},
+		{name: "POST 502 without key is not retried", method: "POST", hosts: []string{"a", "b"}, ttl: 10 * time.Second, timeout: time.Second,
+			rt:         func(string, *http.Request) (*http.Response, error) { return answer(502, "bad"), nil },
+			wantStatus: 502, wantHosts: "a", wantOutcomes: "status"},
+		{name: "POST refused is always retried", method: "POST", hosts: []string{"a", "b"}, ttl: 10 * time.Second, timeout: time.Second,
+			rt: func(h string, r *http.Request) (*http.Response, error) {
+				if h == "a" {
+					return nil, refused()
+				}
+				return answer(201, "made"), nil
+			}, wantStatus: 201, wantHosts: "a,b", wantOutcomes: "connect-error,status"},
+		{name: "PATCH lost response without key is not retried", method: "PATCH", hosts: []string{"a", "b"}, ttl: 10 * time.Second, timeout: time.Second,
+			rt:         func(string, *http.Request) (*http.Response, error) { return nil, io.ErrUnexpectedEOF },
+			wantReason: ReasonBackendUnavailable, wantHTTP: 502, wantHosts: "a", wantOutcomes: "connect-error"},
+		{name: "Retry-After is honoured when longer than the backoff", hosts: []string{"a", "b"}, ttl: 10 * time.Second, timeout: time.Second,
+			rt: func(h string, r *http.Request) (*http.Response, error) {
+				if h == "a" {
+					return answer(429, "slow down", "Retry-After", "2"), nil
+				}
+				return answer(200, "ok"), nil
+			}, wantStatus: 200, wantHosts: "a,b", wantElapsed: 2 * time.Second, wantOutcomes: "status,status"},
+		{name: "a wait past the TTL is not started", hosts: []string{"a", "b"}, ttl: 3 * time.Second, timeout: time.Second,
+			rt: func(h string, r *http.Request) (*http.Response, error) {
+				return answer(503, "later", "Retry-After", "5"), nil
+			}, wantStatus: 503, wantHosts: "a", wantElapsed: 0, wantOutcomes: "status"},
+		{name: "backoff never exceeds its cap", hosts: []string{"a"}, maxAttempts: 4, ttl: 10 * time.Second, timeout: time.Second, backoff: 100 * time.Millisecond,
+			rt: okAt("none"), wantStatus: 503, wantHosts: "a,a,a,a", wantOutcomes: "status,status,status,status"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				runForwardCase(t, tt)
+			})
+		})
+	}
+}
+
+func runForwardCase(t *testing.T, tt fwdCase) {
+	stub := &stubRT{fn: tt.rt}
+	stats := &Stats{}
+	f := &Forwarder{Transport: stub, BackoffBase: tt.backoff, Stats: stats}
+	hosts := mustHosts(t, tt.hosts...)
+	route := &Route{Prefix: "/", Hosts: hosts, MaxAttempts: tt.maxAttempts}
+	if route.MaxAttempts == 0 {
+		route.MaxAttempts = len(hosts)
+	}
+	now := time.Now()
+	b := Budget{Arrival: now, TTL: now.Add(tt.ttl), Timeout: tt.timeout}
+	if tt.limit > 0 {
+		b.Limit = now.Add(tt.limit)
+	}
+	method := tt.method
+	if method == "" {
+		method = "GET"
+	}
+	req := &Request{Method: method, Path: "/x", Header: http.Header{}, Route: route, Budget: b,
+		IdempotencyKey: "k1", ClientKey: tt.clientKey}
+	if method == "POST" || method == "PATCH" {
+		req.Body = []byte("payload")
+	}
+	res, err := f.Forward(context.Background(), req)
+	elapsed := time.Since(now)
+	var attempts []Attempt
+	if tt.wantReason != ReasonNone {
+		var ge *Error
+		if !errors.As(err, &ge) {
+			t.Fatalf("Forward = %v, %v; want *Error %v", res, err, tt.wantReason.Code())
+		}
+		if ge.Reason != tt.wantReason {
+			t.Errorf("reason = %v; want %v", ge.Reason.Code(), tt.wantReason.Code())
+		}
+		if got := ge.HTTPStatus(); got != tt.wantHTTP {
+			t.Errorf("HTTP status = %d; want %d", got, tt.wantHTTP)
+		}
+		attempts = ge.Attempts
+	} else {
+		if err != nil {
+			t.Fatalf("Forward: %v", err)
+		}
+		if res.Response.StatusCode != tt.wantStatus {
+			t.Errorf("status = %d; want %d", res.Response.StatusCode, tt.wantStatus)
+		}
+		io.Copy(io.Discard, res.Response.Body)
+		res.Response.Body.Close()
+		attempts = res.Attempts
+	}
+	if got := strings.Join(stub.hosts(), ","); got != tt.wantHosts {
+		t.Errorf("hosts tried = %s; want %s", got, tt.wantHosts)
+	}
+	var outcomes []string
+	for _, a := range attempts {
+		outcomes = append(outcomes, string(a.Outcome))
+	}
+	if got := strings.Join(outcomes, ","); got != tt.wantOutcomes {
+		t.Errorf("outcomes = %s; want %s", got, tt.wantOutcomes)
+	}
+	if tt.backoff == 0 && elapsed != tt.wantElapsed {
+		t.Errorf("elapsed = %v; want %v", elapsed, tt.wantElapsed)
+	}
+	if tt.backoff > 0 {
+		// Three waits, each at most its cap: 100 ms, 200 ms, 400 ms.
+		if max := 700 * time.Millisecond; elapsed > max {
+			t.Errorf("elapsed = %v; want at most %v of backoff", elapsed, max)
+		}
+	}
+	if got := stats.Attempts.Load(); got != int64(len(tt.wantHosts)+1)/2 {
+		t.Errorf("stats.Attempts = %d; want %d", got, (len(tt.wantHosts)+1)/2)
+	}
+}
+
+// TestForwardCancelsUpstream checks that a fired deadline cancels the
+// upstream request's context (the transport then closes the connection).
+func TestForwardCancelsUpstream(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var cancelledAt time.Duration
+		start := time.Now()
+		stub := &stubRT{fn: func(_ string, r *http.Request) (*http.Response, error) {
+			<-r.Context().Done()
+			cancelledAt = time.Since(start)
+			return nil, r.Context().Err()
+		}}
+		f := &Forwarder{Transport: stub}
+		req := &Request{Method: "GET", Path: "/", Header: http.Header{},
+			Route:  &Route{Hosts: mustHosts(t, "a"), MaxAttempts: 1},
+			Budget: Budget{Arrival: start, TTL: start.Add(time.Second), Timeout: time.Minute}}
+		_, err := f.Forward(context.Background(), req)
+		if ReasonOf(err) != ReasonTTLExpired {
+			t.Fatalf("err = %v; want TTLExpired", err)
+		}
+		if cancelledAt != time.Second {
+			t.Errorf("upstream cancelled at %v; want 1s", cancelledAt)
+		}
+	})
+}
+
+func TestForwardExpiredBeforeAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		now := time.Now()
+		stub := &stubRT{fn: hang}
+		f := &Forwarder{Transport: stub}
+		req := &Request{Method: "GET", Path: "/", Header: http.Header{},
+			Route:  &Route{Hosts: mustHosts(t, "a"), MaxAttempts: 1},
+			Budget: Budget{Arrival: now, TTL: now, Timeout: time.Second}}
+		_, err := f.Forward(context.Background(), req)
+		var ge *Error
+		if !errors.As(err, &ge) || ge.Reason != ReasonTTLExpired || ge.HTTPStatus() != 412 {
+			t.Fatalf("err = %v; want 412 TTLExpired", err)
+		}
+		if len(stub.hosts()) != 0 {
+			t.Errorf("a backend was tried: %v", stub.hosts())
+		}
+	})
+}
+
+func TestForwardClientGone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		now := time.Now()
+		stub := &stubRT{fn: hang}
+		f := &Forwarder{Transport: stub, Stats: &Stats{}}
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(300*time.Millisecond, cancel)
+		req := &Request{Method: "GET", Path: "/", Header: http.Header{},
+			Route:  &Route{Hosts: mustHosts(t, "a", "b"), MaxAttempts: 2},
+			Budget: Budget{Arrival: now, TTL: now.Add(10 * time.Second), Timeout: time.Second}}
+		_, err := f.Forward(ctx, req)
+		if ReasonOf(err) != ReasonClientGone {
+			t.Fatalf("err = %v; want ClientGone", err)
+		}
+		if got := stub.hosts(); len(got) != 1 {
+			t.Errorf("hosts tried = %v; a gone client must not be retried", got)
+		}
+		if f.Stats.Retries.Load() != 0 || f.Stats.AttemptTimeoutPerTry.Load() != 0 {
+			t.Errorf("a gone client was counted as an upstream failure: %v", f.Stats.Snapshot())
+		}
+	})
+}
+
+// TestForwardStream: a response whose headers arrive in time streams past
+// the TTL; an idle gap longer than the route's limit cuts it.
+func TestForwardStream(t *testing.T) {
+	tests := []struct {
+		name    string
+		gaps    []time.Duration // before each chunk
+		idle    time.Duration
+		wantCut error
+		wantN   int
+	}{
+		{"outlives the TTL", []time.Duration{500 * time.Millisecond, 900 * time.Millisecond, 900 * time.Millisecond}, time.Second, nil, 3},
+		{"cut by the idle gap", []time.Duration{100 * time.Millisecond, 1500 * time.Millisecond}, time.Second, ErrIdleTimeout, 1},
+		{"no idle limit", []time.Duration{5 * time.Second}, 0, nil, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				start := time.Now()
+				stub := &stubRT{fn: func(_ string, r *http.Request) (*http.Response, error) {
+					pr, pw := io.Pipe()
+					go func() {
+						for _, g := range tt.gaps {
+							select {
+							case <-time.After(g):
+							case <-r.Context().Done():
+								pw.CloseWithError(r.Context().Err())
+								return
+							}
+							pw.Write([]byte("chunk"))
+						}
+						pw.Close()
+					}()
+					go func() { <-r.Context().Done(); pw.CloseWithError(context.Cause(r.Context())) }()
+					return &http.Response{StatusCode: 200, Header: http.Header{}, Body: pr, ContentLength: -1}, nil
+				}}
+				stats := &Stats{}
+				f := &Forwarder{Transport: stub, Stats: stats}
+				req := &Request{Method: "GET", Path: "/", Header: http.Header{},
+					Route:  &Route{Hosts: mustHosts(t, "a"), MaxAttempts: 1, IdleTimeout: tt.idle, FirstByteTimeout: tt.idle},
+					Budget: Budget{Arrival: start, TTL: start.Add(time.Second), Timeout: time.Second}}
+				res, err := f.Forward(context.Background(), req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				data, rerr := io.ReadAll(res.Response.Body)
+				cut := StreamCut(res.Response.Body)
+				res.Response.Body.Close()
+				if got := strings.Count(string(data), "chunk"); got != tt.wantN {
+					t.Errorf("chunks = %d; want %d", got, tt.wantN)
+				}
+				if !errors.Is(cut, tt.wantCut) || (tt.wantCut == nil) != (rerr == nil) {
+					t.Errorf("cut = %v, read err = %v; want cut %v", cut, rerr, tt.wantCut)
+				}
+				if tt.wantCut != nil && stats.StreamIdleCut.Load() != 1 {
+					t.Errorf("StreamIdleCut = %d; want 1", stats.StreamIdleCut.Load())
+				}
+			})
+		})
+	}
+}
+
+func TestOutgoingHeaders(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		now := time.Now()
+		stub := &stubRT{fn: func(string, *http.Request) (*http.Response, error) { return answer(200, "ok"), nil }}
+		f := &Forwarder{Transport: stub}
+		in := http.Header{}
+		in.Set("S7PTTL", "5")
+		in.Set("s7pAsyncMode", "true")
+		in.Set("Connection", "close, X-Private")
+		in.Set("X-Private", "secret")
+		in.Set("Keep-Alive", "timeout=5")
+		in.Set("Upgrade", "h2c")
+		in.Set("X-Forwarded-For", "10.1.1.1")
+		in.Set("Content-Type", "application/grpc+proto")
+		in.Set("X-Custom", "kept")
+		req := &Request{Method: "POST", Path: "/svc/Method", RawQuery: "a=1", Header: in, Body: []byte("abc"),
+			Host: "gw.example", RemoteAddr: "192.0.2.7:5555", Proto: "https", IdempotencyKey: "key-1",
+			Route:  &Route{Hosts: HostList{{Scheme: "http", Host: "backend:9000", Path: "/base"}}, MaxAttempts: 1},
+			Budget: Budget{Arrival: now, TTL: now.Add(2 * time.Second), Timeout: 1500 * time.Millisecond}}
+		res, err := f.Forward(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Response.Body.Close()
+		got := stub.seen[0]
+		checks := []struct{ name, got, want string }{
+			{"URL", got.URL.String(), "http://backend:9000/base/svc/Method?a=1"},
+			{"Host", got.Host, "backend:9000"},
+			{"X-Forwarded-For", got.Header.Get("X-Forwarded-For"), "10.1.1.1, 192.0.2.7"},
+			{"X-Forwarded-Proto", got.Header.Get("X-Forwarded-Proto"), "https"},
+			{"X-Forwarded-Host", got.Header.Get("X-Forwarded-Host"), "gw.example"},
+			{"Idempotency-Key", got.Header.Get("Idempotency-Key"), "key-1"},
+			{"x-envoy-expected-rq-timeout-ms", got.Header.Get("X-Envoy-Expected-Rq-Timeout-Ms"), "1500"},
+			{"grpc-timeout", got.Header.Get("Grpc-Timeout"), "1500000u"},
+			{"S7PTTL", got.Header.Get("S7PTTL"), ""},
+			{"S7PAsyncMode", got.Header.Get("S7PAsyncMode"), ""},
+			{"Connection", got.Header.Get("Connection"), ""},
+			{"X-Private (named by Connection)", got.Header.Get("X-Private"), ""},
+			{"Keep-Alive", got.Header.Get("Keep-Alive"), ""},
+			{"Upgrade", got.Header.Get("Upgrade"), ""},
+			{"X-Custom", got.Header.Get("X-Custom"), "kept"},
+		}
+		for _, c := range checks {
+			if c.got != c.want {
+				t.Errorf("%s = %q; want %q", c.name, c.got, c.want)
+			}
+		}
+		if in.Get("S7PTTL") != "5" || in.Get("X-Private") != "secret" {
+			t.Error("Forward modified the client's headers")
+		}
+		body, _ := io.ReadAll(got.Body)
+		if string(body) != "abc" {
+			t.Errorf("body = %q; want abc", body)
+		}
+	})
+}
+
+// TestOutgoingURLStaysOnHost: no path can steer the request elsewhere.
+func TestOutgoingURLStaysOnHost(t *testing.T) {
+	host := &url.URL{Scheme: "http", Host: "backend:9000"}
+	for _, p := range []string{"//evil.example/x", "/@evil.example", "/..//evil", "http://evil.example/"} {
+		req := &Request{Method: "GET", Path: p, Header: http.Header{}}
+		out := buildOutgoing(context.Background(), req, host, time.Second)
+		if out.URL.Host != "backend:9000" || out.Host != "backend:9000" {
+			t.Errorf("path %q went to %q (Host %q)", p, out.URL.Host, out.Host)
+		}
+	}
+}
+
+func TestReasonStatusTable(t *testing.T) {
+	tests := []struct {
+		r         Reason
+		attempted bool
+		status    int
+		code      string
+	}{
+		{ReasonInvalidTTL, false, 400, "InvalidTTL"},
+		{ReasonInvalidTimeout, false, 400, "InvalidTimeout"},
+		{ReasonTTLExpired, false, 412, "TTLExpired"},
+		{ReasonTTLExpired, true, 504, "TTLExpired"},
+		{ReasonAttemptTimeout, true, 504, "AttemptTimeout"},
+		{ReasonFunctionLimit, true, 504, "FunctionLimit"},
+		{ReasonBackendUnavailable, true, 502, "BackendUnavailable"},
+		{ReasonAsyncUnavailable, false, 503, "AsyncUnavailable"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.code, func(t *testing.T) {
+			if got := tt.r.Status(tt.attempted); got != tt.status {
+				t.Errorf("Status(%v) = %d; want %d", tt.attempted, got, tt.status)
+			}
+			if got := tt.r.Code(); got != tt.code {
+				t.Errorf("Code = %q; want %q", got, tt.code)
+			}
+		})
+	}
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	tests := []struct {
+		in   string
+		want time.Duration
+	}{
+		{"", 0},
+		{"3", 3 * time.Second},
+		{"0", 0},
+		{"-1", 0},
+		{"soon", 0},
+		{t0.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second},
+		{t0.Add(-90 * time.Second).Format(http.TimeFormat), 0},
+	}
+	for _, tt := range tests {
+		if got := parseRetryAfter(tt.in, t0); got != tt.want {
+			t.Errorf("parseRetryAfter(%q) = %v; want %v", tt.in, got, tt.want)
+		}
+	}
+}
