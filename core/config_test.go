@@ -1,0 +1,240 @@
+package core
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDecoders(t *testing.T) {
+	tests := []struct {
+		name    string
+		decode  func(string) error
+		in      string
+		wantErr string
+	}{
+		{"Seconds ok", new(Seconds).Decode, "2.5", ""},
+		{"Seconds zero", new(Seconds).Decode, "0", "positive number of seconds"},
+		{"Seconds junk", new(Seconds).Decode, "5m", "positive number of seconds"},
+		{"Seconds empty", new(Seconds).Decode, "", "positive number of seconds"},
+		{"Millis ok", new(Millis).Decode, "1200000", ""},
+		{"Millis negative", new(Millis).Decode, "-5", "positive whole number of milliseconds"},
+		{"Millis decimal", new(Millis).Decode, "1.5", "positive whole number of milliseconds"},
+		{"Count ok", new(Count).Decode, "3", ""},
+		{"Count zero", new(Count).Decode, "0", "positive whole number"},
+		{"Bool ok", new(Bool).Decode, "TRUE", ""},
+		{"Bool junk", new(Bool).Decode, "yes", "true or false"},
+		{"Hosts ok", new(HostList).Decode, "http://a:1, https://b/x", ""},
+		{"Hosts empty", new(HostList).Decode, " , ", "one or more"},
+		{"Hosts no scheme", new(HostList).Decode, "backend:8080", "http(s)://"},
+		{"Hosts ftp", new(HostList).Decode, "ftp://a", "http(s)://"},
+		{"Hosts userinfo", new(HostList).Decode, "http://u:p@a", "http(s)://"},
+		{"Routes ok", new(Routes).Decode, `[{"prefix":"/a","timeoutMs":5}]`, ""},
+		{"Routes unknown key", new(Routes).Decode, `[{"prefix":"/a","timeout":5}]`, "unknown field"},
+		{"Routes duplicate prefix", new(Routes).Decode, `[{"prefix":"/a"},{"prefix":"/a"}]`, "appears twice"},
+		{"Routes prefix without slash", new(Routes).Decode, `[{"prefix":"a"}]`, "starting with /"},
+		{"Routes zero timeout", new(Routes).Decode, `[{"prefix":"/a","timeoutMs":0}]`, "timeoutMs"},
+		{"Routes negative ttl", new(Routes).Decode, `[{"prefix":"/a","ttlSecs":-1}]`, "ttlSecs"},
+		{"Routes empty hosts", new(Routes).Decode, `[{"prefix":"/a","hosts":[]}]`, "at least one"},
+		{"Routes bad host", new(Routes).Decode, `[{"prefix":"/a","hosts":["nope"]}]`, "hosts"},
+		{"Routes not an array", new(Routes).Decode, `{"prefix":"/a"}`, "JSON array"},
+		{"Routes trailing data", new(Routes).Decode, `[] []`, "more after"},
+		{"Profiles ok", new(Profiles).Decode, `[{"userId":"u1","async-config":{"enabled":true,"containername":"res-u1","topic":"t"}},{"userId":"u2","S7PPriorityKey":"x"}]`, ""},
+		{"Profiles no id", new(Profiles).Decode, `[{"async-config":{}}]`, "userId"},
+		{"Profiles bad container", new(Profiles).Decode, `[{"userId":"u","async-config":{"containername":"Bad_Name"}}]`, "containername"},
+		{"Profiles missing file", new(Profiles).Decode, `file:/nonexistent/profiles.json`, "readable JSON file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.decode(tt.in)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Decode(%q): %v", tt.in, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("Decode(%q) = %v; want an error containing %q", tt.in, err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func defaults(t testing.TB) *Settings {
+	t.Helper()
+	s := &Settings{
+		DefaultTTLSecs: Seconds(300 * time.Second), Timeout: Millis(1200 * time.Second),
+		RetryBackoffMs: Millis(25 * time.Millisecond), MaxRetryBodyBytes: 10 << 20,
+		FunctionLimitMarginMs: Millis(time.Second), AsyncTriggerTimeout: Millis(10 * time.Second),
+		AsyncTimeout: Millis(1800 * time.Second), AsyncTTLSecs: Seconds(86400 * time.Second),
+		AsyncStore: "file:.gateway-data", ListenAddr: "127.0.0.1:8080",
+	}
+	if err := s.Hosts.Decode("http://a:1,http://b:2"); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestValidate(t *testing.T) {
+	none := func(string) bool { return false }
+	all := func(string) bool { return true }
+	tests := []struct {
+		name     string
+		edit     func(*Settings)
+		limit    time.Duration
+		explicit func(string) bool
+		wantName string // the setting the error names, or "" for none
+	}{
+		{"defaults, no limit", func(*Settings) {}, 0, none, ""},
+		{"defaults under Azure's 230 s cap are bounded at run time", func(*Settings) {}, 230 * time.Second, none, ""},
+		{"explicit Timeout beyond the limit", func(s *Settings) {}, 230 * time.Second, all, "Timeout"},
+		{"explicit Timeout inside the limit", func(s *Settings) { s.Timeout = Millis(200 * time.Second) }, 230 * time.Second, all, ""},
+		{"route timeout beyond the limit", func(s *Settings) {
+			s.Timeout = Millis(time.Second)
+			s.Routes = Routes{{Prefix: "/r", Timeout: 300 * time.Second}}
+		}, 230 * time.Second, all, "Routes"},
+		{"margin eats the limit", func(s *Settings) { s.FunctionLimitMarginMs = Millis(5 * time.Second) }, 5 * time.Second, none, "FunctionLimitMarginMs"},
+		{"async trigger beyond the limit", func(s *Settings) {
+			s.Timeout = Millis(time.Second)
+			s.AsyncModeEnabled = true
+			s.AsyncTriggerTimeout = Millis(300 * time.Second)
+		}, 230 * time.Second, all, "AsyncTriggerTimeout"},
+		{"async TTL shorter than trigger", func(s *Settings) {
+			s.AsyncModeEnabled = true
+			s.AsyncTTLSecs = Seconds(time.Second)
+		}, 0, none, "AsyncTTLSecs"},
+		{"bad store", func(s *Settings) { s.AsyncStore = "redis://x" }, 0, none, "AsyncStore"},
+		{"file store without dir", func(s *Settings) { s.AsyncStore = "file:" }, 0, none, "AsyncStore"},
+		{"no hosts", func(s *Settings) { s.Hosts = nil }, 0, none, "Hosts"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := defaults(t)
+			tt.edit(s)
+			err := s.Validate(tt.limit, tt.explicit)
+			if tt.wantName == "" {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			var se *SettingError
+			if !errors.As(err, &se) || se.Name != tt.wantName {
+				t.Fatalf("Validate = %v; want a SettingError naming %s", err, tt.wantName)
+			}
+			if msg := err.Error(); strings.Contains(msg, "\n") || !strings.HasPrefix(msg, "setting "+tt.wantName) {
+				t.Errorf("message %q: want one line starting with %q", msg, "setting "+tt.wantName)
+			}
+		})
+	}
+}
+
+func TestRouter(t *testing.T) {
+	s := defaults(t)
+	if err := s.Routes.Decode(`[{"prefix":"/api","hosts":["http://api:1"],"ttlSecs":2,"maxAttempts":3},
+		{"prefix":"/api/slow","timeoutMs":500,"idleTimeoutMs":100,"stream":true}]`); err != nil {
+		t.Fatal(err)
+	}
+	s.MaxAttempts = 4
+	rt := NewRouter(s)
+	tests := []struct {
+		path               string
+		prefix             string
+		hosts              string
+		ttl, timeout, idle time.Duration
+		firstByte          time.Duration
+		maxAttempts        int
+	}{
+		{"/other", "/", "http://a:1,http://b:2", 300 * time.Second, 1200 * time.Second, 0, 0, 4},
+		{"/api/x", "/api", "http://api:1", 2 * time.Second, 1200 * time.Second, 0, 0, 3},
+		{"/api/slow/y", "/api/slow", "http://a:1,http://b:2", 300 * time.Second, 500 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond, 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			r := rt.Match(tt.path)
+			if r.Prefix != tt.prefix || r.Hosts.String() != tt.hosts || r.TTL != tt.ttl || r.Timeout != tt.timeout ||
+				r.IdleTimeout != tt.idle || r.FirstByteTimeout != tt.firstByte || r.MaxAttempts != tt.maxAttempts {
+				t.Errorf("Match(%q) = %+v (hosts %s)", tt.path, *r, r.Hosts)
+			}
+		})
+	}
+}
+
+func FuzzParseRoutes(f *testing.F) {
+	f.Add(`[{"prefix":"/a","hosts":["http://h:1"],"ttlSecs":2.5,"timeoutMs":100,"maxAttempts":2,"stream":true,"firstByteTimeoutMs":5,"idleTimeoutMs":6,"async":true}]`)
+	f.Add(`[]`)
+	f.Add(`[{"prefix":"/a"},{"prefix":"/a"}]`)
+	f.Add(`{"x":1}`)
+	f.Fuzz(func(t *testing.T, in string) {
+		rs, err := ParseRoutes([]byte(in))
+		if err != nil {
+			return
+		}
+		// Every accepted route is usable, and writing it back in the wire
+		// form parses to the same routes.
+		var wire []map[string]any
+		for _, r := range rs {
+			if !strings.HasPrefix(r.Prefix, "/") || r.TTL < 0 || r.Timeout < 0 || r.MaxAttempts < 0 {
+				t.Fatalf("accepted an unusable route %+v from %q", r, in)
+			}
+			m := map[string]any{"prefix": r.Prefix, "stream": r.Stream}
+			if r.Hosts != nil {
+				var hs []string
+				for _, h := range r.Hosts {
+					hs = append(hs, h.String())
+				}
+				m["hosts"] = hs
+			}
+			if r.TTL > 0 {
+				m["ttlSecs"] = r.TTL.Seconds()
+			}
+			if r.Timeout > 0 {
+				m["timeoutMs"] = r.Timeout.Milliseconds()
+			}
+			if r.MaxAttempts > 0 {
+				m["maxAttempts"] = r.MaxAttempts
+			}
+			if r.Async != nil {
+				m["async"] = *r.Async
+			}
+			wire = append(wire, m)
+		}
+		if wire == nil {
+			wire = []map[string]any{}
+		}
+		out, _ := json.Marshal(wire)
+		back, err := ParseRoutes(out)
+		if err != nil {
+			t.Fatalf("re-parse of %s: %v", out, err)
+		}
+		if len(back) != len(rs) {
+			t.Fatalf("re-parse of %s gave %d routes; want %d", out, len(back), len(rs))
+		}
+		for i := range rs {
+			if back[i].Prefix != rs[i].Prefix || back[i].Hosts.String() != rs[i].Hosts.String() || back[i].MaxAttempts != rs[i].MaxAttempts {
+				t.Fatalf("route %d: %+v after round trip; want %+v", i, back[i], rs[i])
+			}
+		}
+	})
+}
+
+func FuzzParseProfiles(f *testing.F) {
+	f.Add(`[{"userId":"u","async-config":{"enabled":true,"containername":"abc","topic":"t"}}]`)
+	f.Add(`[{"userId":""}]`)
+	f.Fuzz(func(t *testing.T, in string) {
+		ps, err := ParseProfiles([]byte(in))
+		if err != nil {
+			return
+		}
+		for id, p := range ps {
+			if id == "" || id != p.UserID {
+				t.Fatalf("profile keyed %q has userId %q", id, p.UserID)
+			}
+			if c := p.Async.ContainerName; c != "" && !validContainer(c) {
+				t.Fatalf("accepted container name %q", c)
+			}
+		}
+	})
+}
