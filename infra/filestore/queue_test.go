@@ -1,0 +1,248 @@
+package filestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"fngateway/core"
+)
+
+// receiveOne receives from s and expects exactly the message body want.
+func receiveOne(tb testing.TB, s *Store, visibility time.Duration, want string) core.Message {
+	tb.Helper()
+	msgs, err := s.Receive(context.Background(), 10, visibility)
+	if err != nil {
+		tb.Fatalf("Receive: %v", err)
+	}
+	if len(msgs) != 1 || string(msgs[0].Body) != want {
+		tb.Fatalf("Receive = %v, want one message %q", bodies(msgs), want)
+	}
+	return msgs[0]
+}
+
+func receiveNone(tb testing.TB, s *Store) {
+	tb.Helper()
+	msgs, err := s.Receive(context.Background(), 10, time.Minute)
+	if err != nil {
+		tb.Fatalf("Receive: %v", err)
+	}
+	if msgs == nil || len(msgs) != 0 {
+		tb.Fatalf("Receive = %#v, want an empty slice", bodies(msgs))
+	}
+}
+
+func bodies(msgs []core.Message) []string {
+	if msgs == nil {
+		return nil
+	}
+	out := []string{}
+	for _, m := range msgs {
+		out = append(out, string(m.Body))
+	}
+	return out
+}
+
+func TestQueueDelay(t *testing.T) {
+	dir := t.TempDir()
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		s := mustOpen(t, dir)
+		if _, ok := s.NextVisible(); ok {
+			t.Error("NextVisible on an empty queue: ok = true")
+		}
+		start := time.Now()
+		if err := s.Enqueue(ctx, []byte("later"), 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Enqueue(ctx, []byte("now"), 0); err != nil {
+			t.Fatal(err)
+		}
+		m := receiveOne(t, s, time.Hour, "now")
+		if err := s.Complete(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		if next, ok := s.NextVisible(); !ok || !next.Equal(start.Add(10*time.Second)) {
+			t.Errorf("NextVisible = %v, %v; want %v", next, ok, start.Add(10*time.Second))
+		}
+		time.Sleep(10*time.Second - time.Nanosecond)
+		receiveNone(t, s)
+		time.Sleep(time.Nanosecond)
+		receiveOne(t, s, time.Hour, "later")
+	})
+}
+
+func TestQueueVisibilityAndReceipts(t *testing.T) {
+	dir := t.TempDir()
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		const vis = 30 * time.Second
+		s := mustOpen(t, dir)
+		if err := s.Enqueue(ctx, []byte("job"), 0); err != nil {
+			t.Fatal(err)
+		}
+		first := receiveOne(t, s, vis, "job")
+		if first.DequeueCount != 1 || first.Receipt == "" || first.ID == "" {
+			t.Errorf("first delivery = %+v, want DequeueCount 1 with an ID and receipt", first)
+		}
+		time.Sleep(vis - time.Nanosecond)
+		receiveNone(t, s)
+		time.Sleep(time.Nanosecond)
+
+		second := receiveOne(t, s, vis, "job")
+		if second.ID != first.ID || second.DequeueCount != 2 || second.Receipt == first.Receipt {
+			t.Errorf("redelivery = %+v, want the same ID, DequeueCount 2 and a new receipt (first %+v)", second, first)
+		}
+		tests := []struct {
+			name string
+			m    core.Message
+			want error
+		}{
+			{"stale receipt", first, core.ErrConflict},
+			{"no receipt", core.Message{ID: first.ID}, core.ErrConflict},
+			{"unknown id", core.Message{ID: "../../signing", Receipt: second.Receipt}, core.ErrNotFound},
+			{"current receipt", second, nil},
+			{"completed twice", second, core.ErrNotFound},
+		}
+		for _, tt := range tests {
+			err := s.Complete(ctx, tt.m)
+			if !errors.Is(err, tt.want) || (tt.want == nil && err != nil) {
+				t.Errorf("%s: Complete = %v, want %v", tt.name, err, tt.want)
+			}
+		}
+		time.Sleep(vis)
+		receiveNone(t, s)
+	})
+}
+
+func TestQueueSurvivesReopen(t *testing.T) {
+	dir := t.TempDir()
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		const vis = time.Minute
+		s := mustOpen(t, dir)
+		for _, body := range []string{"a", "b"} {
+			if err := s.Enqueue(ctx, []byte(body), 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		msgs, err := s.Receive(ctx, 1, vis)
+		if err != nil || len(msgs) != 1 || string(msgs[0].Body) != "a" {
+			t.Fatalf("Receive(1) = %v, %v; want [a]", bodies(msgs), err)
+		}
+		first := msgs[0]
+
+		// A new process: the received message stays hidden until its
+		// visibility lapses, then comes back as its second delivery.
+		s2 := mustOpen(t, dir)
+		receiveOne(t, s2, 3*vis, "b")
+		time.Sleep(vis)
+		again := receiveOne(t, s2, vis, "a")
+		if again.ID != first.ID || again.DequeueCount != 2 {
+			t.Errorf("after reopen = %+v, want %s with DequeueCount 2", again, first.ID)
+		}
+		if err := s2.Complete(ctx, first); !errors.Is(err, core.ErrConflict) {
+			t.Errorf("Complete with the first receipt = %v, want ErrConflict", err)
+		}
+		if err := s2.Complete(ctx, again); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * vis)
+		receiveOne(t, mustOpen(t, dir), vis, "b") // b's 3*vis lapsed, a is gone
+	})
+}
+
+func TestQueueReceiveArgs(t *testing.T) {
+	s := mustOpen(t, t.TempDir())
+	tests := []struct {
+		limit int
+		vis   time.Duration
+	}{{0, time.Second}, {-1, time.Second}, {1, -time.Second}}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.limit, tt.vis), func(t *testing.T) {
+			if _, err := s.Receive(context.Background(), tt.limit, tt.vis); err == nil {
+				t.Errorf("Receive(%d, %v): no error", tt.limit, tt.vis)
+			}
+		})
+	}
+}
+
+func TestQueueConcurrentReceive(t *testing.T) {
+	ctx := context.Background()
+	s := mustOpen(t, t.TempDir())
+	const n = 40
+	for i := range n {
+		if err := s.Enqueue(ctx, fmt.Appendf(nil, "m%d", i), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		seen = map[string]int{}
+	)
+	for range 10 {
+		wg.Go(func() {
+			for {
+				msgs, err := s.Receive(ctx, 3, time.Hour)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(msgs) == 0 {
+					return
+				}
+				for _, m := range msgs {
+					mu.Lock()
+					seen[string(m.Body)]++
+					mu.Unlock()
+					if err := s.Complete(ctx, m); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(seen) != n {
+		t.Errorf("%d distinct messages received, want %d", len(seen), n)
+	}
+	for body, c := range seen {
+		if c != 1 {
+			t.Errorf("%s delivered %d times, want once", body, c)
+		}
+	}
+	if left, _ := os.ReadDir(s.queueDir); len(left) != 0 {
+		t.Errorf("queue files left after completing all: %d", len(left))
+	}
+}
+
+func TestQueueQuarantine(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir)
+	if err := s.Enqueue(context.Background(), []byte("good"), 0); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(s.queueDir, "0123456789abcdef0123456789abcdef"+msgSuffix)
+	if err := os.WriteFile(bad, []byte("garbage"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(s.queueDir, tempPrefix+"123")
+	if err := os.WriteFile(tmp, []byte("half"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s = mustOpen(t, dir)
+	receiveOne(t, s, time.Hour, "good")
+	if _, err := os.Stat(filepath.Join(s.quarantine, filepath.Base(bad))); err != nil {
+		t.Errorf("undecodable message not quarantined: %v", err)
+	}
+	if _, err := os.Stat(tmp); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("temporary file not removed: %v", err)
+	}
+}
