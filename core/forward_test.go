@@ -108,7 +108,7 @@ func TestForward(t *testing.T) {
 		{name: "all 503: the last answer passes through", hosts: []string{"a", "b"}, ttl: 10 * time.Second, timeout: time.Second,
 			rt: okAt("none"), wantStatus: 503, wantHosts: "a,b", wantOutcomes: "status,status"},
 		{name: "500 is not retried", hosts: []string{"a", "b"}, ttl: 10 * time.Second, timeout: time.Second,
-			rt: func(string, *http.Request) (*http.Response, error) { return answer(500, "boom"), nil },
+			rt:         func(string, *http.Request) (*http.Response, error) { return answer(500, "boom"), nil },
 			wantStatus: 500, wantHosts: "a", wantOutcomes: "status"},
 		{name: "refused then healthy", hosts: []string{"a", "b"}, ttl: 10 * time.Second, timeout: time.Second,
 			rt: func(h string, r *http.Request) (*http.Response, error) {

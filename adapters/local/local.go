@@ -1,0 +1,73 @@
+// Package local is the local host: a plain HTTP server in front of the
+// gateway handler, for development, the demo and containers. Continuations
+// run in-process from the queue of the configured store.
+package local
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+)
+
+// Server serves a gateway handler on a TCP address. Its zero value is not
+// usable: set Handler and Addr.
+type Server struct {
+	// Addr is the listen address, such as 127.0.0.1:8080 (":0" picks a port).
+	Addr string
+	// Handler serves every request.
+	Handler http.Handler
+	// Limit, if positive, is the execution limit each request runs under
+	// (FunctionTimeoutSecs): the request's context gets that deadline.
+	Limit time.Duration
+	// Logger receives start-up and shutdown lines. Nil discards.
+	Logger *slog.Logger
+	// Ready, if set, is called with the bound address once listening.
+	Ready func(addr net.Addr)
+}
+
+// Run listens and serves until ctx is done, then shuts down gracefully,
+// giving in-flight requests up to 10 s.
+func (s *Server) Run(ctx context.Context) error {
+	log := s.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ln, err := net.Listen("tcp", s.Addr)
+	if err != nil {
+		return err
+	}
+	h := s.Handler
+	if s.Limit > 0 {
+		inner, limit := h, s.Limit
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ctx, cancel := context.WithTimeout(r.Context(), limit)
+			defer cancel()
+			inner.ServeHTTP(w, r.WithContext(ctx))
+		})
+	}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+	if s.Ready != nil {
+		s.Ready(ln.Addr())
+	}
+	log.Info("listening", slog.String("addr", ln.Addr().String()))
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
+}

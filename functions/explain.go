@@ -1,0 +1,243 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"fngateway/core"
+)
+
+// runExplain is `functions explain [flags]`: it prints the budget timeline
+// of a request (core.Explain) as a table and returns the exit code: 0, or
+// 2 for a flag or setting it cannot read. Settings come from the flags,
+// then from the environment (the app settings of CONTRACT §2), then from
+// the contract's defaults.
+func runExplain(args []string, stdout, stderr io.Writer) int {
+	return explainCmd(args, os.LookupEnv, time.Now(), stdout, stderr)
+}
+
+// explainUsage is printed above the flags by `functions explain -h`.
+const explainUsage = `usage: functions explain [flags]
+
+Prints when each attempt of a request starts, how long it may take, which
+deadline bounds it (TTL, Timeout or the execution limit), how it ends, and
+the answer the client gets. Flags override the app settings in the
+environment (DefaultTTLSecs, Timeout, MaxAttempts, FunctionTimeoutSecs,
+FunctionLimitMarginMs, RetryBackoffMs, Hosts), which override the defaults.
+
+example: functions explain --ttl 60 --timeout 45000 --queue-wait 5s --attempts timeout,timeout
+
+flags:
+`
+
+// explainCmd is runExplain with its environment (a lookup such as
+// os.LookupEnv; each setting is looked up as named, then in upper case),
+// clock and streams given.
+func explainCmd(args []string, env func(string) (string, bool), now time.Time, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var (
+		ttl       = fs.String("ttl", "", "the request's TTL in seconds, decimals allowed (DefaultTTLSecs; default 300)")
+		s7pttl    = fs.String("s7pttl", "", "an S7PTTL header value, overriding --ttl: 2.5, +<unix seconds>, 2024-12-31T23:59:59Z, 0 (expired)")
+		timeout   = fs.String("timeout", "", "one attempt's window in ms (Timeout; default 1200000)")
+		s7ptmo    = fs.String("s7ptimeout", "", "an S7PTimeout header value in ms, overriding --timeout")
+		queueWait = fs.String("queue-wait", "0s", "time from arrival to the first attempt, such as 5s or 250ms")
+		fnTimeout = fs.String("function-timeout", "", "the host's execution limit in seconds (FunctionTimeoutSecs; default none)")
+		margin    = fs.String("margin", "", "ms kept free before the execution limit (FunctionLimitMarginMs; default 1000)")
+		maxAtt    = fs.String("max-attempts", "", "attempts per request (MaxAttempts; default one per host of Hosts, else one per --attempts entry)")
+		attempts  = fs.String("attempts", "", "what the backend does, per attempt, comma-separated: timeout, refused[@d], reset[@d], ok[@d], 503@2s; the last repeats (default timeout)")
+		backoff   = fs.String("backoff", "", "retry backoff base in ms, waited at its worst case (RetryBackoffMs; default 0: no wait)")
+		method    = fs.String("method", "GET", "the request's method; POST and PATCH are retried after a timeout only with --idempotency-key")
+		idemKey   = fs.Bool("idempotency-key", false, "the client sent an Idempotency-Key")
+	)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, explainUsage)
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+			return 0
+		}
+		fmt.Fprintf(stderr, "explain: %v; run functions explain -h for the flags\n", err)
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "explain: unexpected argument %q; want flags only, such as --ttl 60\n", fs.Arg(0))
+		return 2
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	r := explainResolver{env: env, given: given}
+
+	var p core.ExplainParams
+	var ttlSecs core.Seconds = core.Seconds(300 * time.Second)
+	ttlFrom := r.value("ttl", *ttl, "DefaultTTLSecs", &ttlSecs)
+	var tmo core.Millis = core.Millis(1200000 * time.Millisecond)
+	tmoFrom := r.value("timeout", *timeout, "Timeout", &tmo)
+	var fnLimit core.Seconds
+	fnFrom := r.value("function-timeout", *fnTimeout, "FunctionTimeoutSecs", &fnLimit)
+	var marg core.Millis = core.Millis(time.Second)
+	r.value("margin", *margin, "FunctionLimitMarginMs", &marg)
+	var count core.Count
+	countFrom := r.value("max-attempts", *maxAtt, "MaxAttempts", &count)
+	var base core.Millis
+	r.value("backoff", *backoff, "RetryBackoffMs", &base)
+	if countFrom == "" {
+		var hosts core.HostList
+		if r.value("", "", "Hosts", &hosts) != "" {
+			count, countFrom = core.Count(len(hosts)), "one per host of Hosts"
+		}
+	}
+	if r.err != nil {
+		fmt.Fprintf(stderr, "explain: %v\n", r.err)
+		return 2
+	}
+
+	if ttlFrom == "" {
+		ttlFrom = " by default"
+	}
+	if tmoFrom == "" {
+		tmoFrom = " by default"
+	}
+	p.TTL = ttlSecs.D()
+	p.TTLFrom = fmt.Sprintf("DefaultTTLSecs=%s%s", explainSecs(p.TTL), ttlFrom)
+	if given["s7pttl"] {
+		deadline, err := core.ParseTTL(*s7pttl, now)
+		if err != nil {
+			return explainBad(stderr, "s7pttl", *s7pttl, err.Error())
+		}
+		p.TTL = deadline.Sub(now)
+		p.TTLFrom = fmt.Sprintf("S7PTTL=%s, overriding DefaultTTLSecs=%s", strings.TrimSpace(*s7pttl), explainSecs(ttlSecs.D()))
+	}
+	p.Timeout = tmo.D()
+	if given["s7ptimeout"] {
+		d, err := core.ParseTimeout(*s7ptmo)
+		if err != nil {
+			return explainBad(stderr, "s7ptimeout", *s7ptmo, err.Error())
+		}
+		p.Timeout, tmoFrom = d, fmt.Sprintf(" from S7PTimeout, overriding Timeout=%d", tmo.D().Milliseconds())
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(*queueWait))
+	if err != nil || d < 0 {
+		return explainBad(stderr, "queue-wait", *queueWait, "want a duration of zero or more, such as 5s or 250ms")
+	}
+	p.QueueWait = d
+	p.FunctionTimeout, p.Margin = fnLimit.D(), marg.D()
+	if p.FunctionTimeout > 0 && p.Margin >= p.FunctionTimeout {
+		return explainBad(stderr, "margin", strconv.FormatInt(p.Margin.Milliseconds(), 10),
+			fmt.Sprintf("want fewer ms than the function timeout of %s", p.FunctionTimeout))
+	}
+	if count > 1000 {
+		return explainBad(stderr, "max-attempts", strconv.FormatInt(int64(count), 10), "want a whole number from 1 to 1000")
+	}
+	p.MaxAttempts = int(count)
+	p.BackoffBase = base.D()
+	p.Replies, err = core.ParseReplies(*attempts)
+	if err != nil {
+		return explainBad(stderr, "attempts", *attempts, err.Error())
+	}
+	p.Method = strings.ToUpper(strings.TrimSpace(*method))
+	if !explainToken(p.Method) {
+		return explainBad(stderr, "method", *method, "want an HTTP method such as GET or POST")
+	}
+	p.ClientKey = *idemKey
+
+	t := core.Explain(p)
+	fmt.Fprintf(stdout, "settings: TTL %s s; Timeout %d ms%s; %s; queue wait %s s; %s; %s\n\n",
+		explainSecs(p.TTL), p.Timeout.Milliseconds(), tmoFrom, explainAttemptsText(t.Params.MaxAttempts, countFrom),
+		explainSecs(p.QueueWait), explainLimitText(p, fnFrom), explainBackoffText(p.BackoffBase))
+	if err := t.WriteTable(stdout); err != nil {
+		fmt.Fprintf(stderr, "explain: write: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// explainResolver reads each setting from its flag, else the environment;
+// it keeps the first error, a one-line message naming the flag or setting.
+type explainResolver struct {
+	env   func(string) (string, bool)
+	given map[string]bool
+	err   error
+}
+
+// value decodes flag's text (when the flag was given) or the environment
+// setting into dst, and says where the value came from: " from --flag",
+// " from the environment", or "" (dst keeps its default).
+func (r *explainResolver) value(flagName, text, setting string, dst interface{ Decode(string) error }) string {
+	if r.err != nil {
+		return ""
+	}
+	if flagName != "" && r.given[flagName] {
+		if err := dst.Decode(text); err != nil {
+			r.err = fmt.Errorf("--%s %q: %v", flagName, text, err)
+			return ""
+		}
+		return " from --" + flagName
+	}
+	v, ok := r.env(setting)
+	if !ok {
+		v, ok = r.env(strings.ToUpper(setting)) // as envconfig spells it
+	}
+	if ok {
+		if err := dst.Decode(v); err != nil {
+			r.err = &core.SettingError{Name: setting, Value: v, Want: err.Error()}
+			return ""
+		}
+		return " from the environment"
+	}
+	return ""
+}
+
+// explainBad reports a bad flag value and returns exit code 2.
+func explainBad(stderr io.Writer, flagName, value, want string) int {
+	fmt.Fprintf(stderr, "explain: --%s %q: %s\n", flagName, value, want)
+	return 2
+}
+
+func explainToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if c < 'A' || c > 'Z' {
+			return false
+		}
+	}
+	return true
+}
+
+func explainAttemptsText(n int, from string) string {
+	switch from {
+	case "":
+		from = " (unset: one per --attempts entry)"
+	case " from --max-attempts", " from the environment":
+	default:
+		from = ", " + from
+	}
+	return fmt.Sprintf("MaxAttempts %d%s", n, from)
+}
+
+func explainLimitText(p core.ExplainParams, from string) string {
+	if p.FunctionTimeout <= 0 {
+		return "no execution limit"
+	}
+	return fmt.Sprintf("execution limit %s s%s, margin %d ms", explainSecs(p.FunctionTimeout), from, p.Margin.Milliseconds())
+}
+
+func explainBackoffText(base time.Duration) string {
+	if base <= 0 {
+		return "no backoff wait"
+	}
+	return fmt.Sprintf("backoff base %d ms (worst-case waits)", base.Milliseconds())
+}
+
+// explainSecs writes d in seconds as briefly as exact: 60, 2.5, 0.3.
+func explainSecs(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
+}

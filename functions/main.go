@@ -1,0 +1,135 @@
+// Command functions is the gateway's one binary. It picks its host at
+// start-up (CONTRACT §1): AWS Lambda when AWS_LAMBDA_RUNTIME_API is set, an
+// Azure Functions custom handler when FUNCTIONS_CUSTOMHANDLER_PORT is set,
+// and otherwise a local server on ListenAddr.
+//
+//	functions            run the gateway on the host the environment names
+//	functions --demo     run it locally in front of three built-in backends
+//	functions explain    print the budget timeline of a request
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"fngateway/adapters/httpapi"
+	"fngateway/adapters/local"
+	"fngateway/core"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "explain" {
+		os.Exit(runExplain(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run starts the gateway and returns the process exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	logger := slog.New(slog.NewJSONHandler(stdout, nil))
+	demo := false
+	for _, a := range args {
+		switch a {
+		case "--demo", "-demo":
+			demo = true
+		case "-h", "--help", "help":
+			fmt.Fprintln(stdout, "usage: functions [--demo] | functions explain [flags]")
+			return 0
+		default:
+			fmt.Fprintf(stderr, "functions: unknown argument %q; want --demo, explain or nothing\n", a)
+			return 2
+		}
+	}
+	switch {
+	case os.Getenv("AWS_LAMBDA_RUNTIME_API") != "":
+		fmt.Fprintln(stderr, "functions: AWS_LAMBDA_RUNTIME_API is set, but this build has no Lambda host yet; run it without that variable for the local host")
+		return 1
+	case os.Getenv("FUNCTIONS_CUSTOMHANDLER_PORT") != "":
+		fmt.Fprintln(stderr, "functions: FUNCTIONS_CUSTOMHANDLER_PORT is set, but this build has no Azure Functions host yet; run it without that variable for the local host")
+		return 1
+	}
+	var demoBackends *demoSet
+	if demo {
+		d, err := startDemo(ctx)
+		if err != nil {
+			fmt.Fprintf(stderr, "functions: demo backends: %v\n", err)
+			return 1
+		}
+		defer d.Close()
+		d.setEnv()
+		demoBackends = d
+	}
+	s, limit, err := loadSettings(0)
+	if err != nil {
+		fmt.Fprintf(stderr, "functions: %v\n", err)
+		return 2
+	}
+	gw, closeGW, err := newGateway(ctx, s, limit, logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "functions: %v\n", err)
+		return 1
+	}
+	defer closeGW()
+	srv := &local.Server{Addr: s.ListenAddr, Handler: gw.handler, Limit: limit, Logger: logger,
+		Ready: func(a net.Addr) {
+			if demoBackends != nil {
+				demoBackends.printHelp(stderr, a.String())
+			}
+		}}
+	go gw.runWorkers(ctx)
+	if err := srv.Run(ctx); err != nil {
+		fmt.Fprintf(stderr, "functions: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// gateway is the assembled gateway: the HTTP handler and what runs
+// continuations in-process.
+type gateway struct {
+	handler    http.Handler
+	runWorkers func(ctx context.Context)
+}
+
+// newGateway connects the store, queue and core to the HTTP handler.
+func newGateway(ctx context.Context, s *core.Settings, limit time.Duration, logger *slog.Logger) (*gateway, func(), error) {
+	stats := &core.Stats{}
+	fwd := &core.Forwarder{
+		Transport:   newTransport(),
+		BackoffBase: s.RetryBackoffMs.D(),
+		Stats:       stats,
+	}
+	h := &httpapi.Handler{Settings: s, Forwarder: fwd, Stats: stats, Logger: logger}
+	gw := &gateway{handler: h, runWorkers: func(context.Context) {}}
+	closeFn := func() {}
+	if err := wireAsync(ctx, s, h, gw, limit, logger); err != nil {
+		return nil, nil, err
+	}
+	h.Init()
+	return gw, closeFn, nil
+}
+
+// newTransport is the upstream transport: pooled keep-alive connections,
+// no proxy from the environment (requests go only to the configured hosts).
+func newTransport() *http.Transport {
+	return &http.Transport{
+		Proxy:                 nil,
+		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+}

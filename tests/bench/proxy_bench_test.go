@@ -1,0 +1,196 @@
+// Package bench compares the gateway with a bare httputil.ReverseProxy on
+// the same loopback backend, and measures how late deadline answers are.
+// Run it with `make bench`; read it with benchstat -col /impl.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"fngateway/adapters/httpapi"
+	"fngateway/core"
+)
+
+const smallBody = `{"ok":true,"model":"bench","tokens":42}`
+
+// backend serves /small (a small JSON body) and /stream (64 KiB in 16
+// flushed chunks), and /hang (never answers until cancelled).
+func backend(tb testing.TB) *httptest.Server {
+	chunk := strings.Repeat("x", 4096)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/small":
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, smallBody)
+		case "/stream":
+			w.Header().Set("Content-Type", "text/event-stream")
+			for range 16 {
+				io.WriteString(w, chunk)
+				w.(http.Flusher).Flush()
+			}
+		case "/hang":
+			<-r.Context().Done()
+		}
+	}))
+	tb.Cleanup(srv.Close)
+	return srv
+}
+
+func transport() *http.Transport {
+	return &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+		MaxIdleConns:        1024,
+		MaxIdleConnsPerHost: 256,
+		IdleConnTimeout:     90 * time.Second,
+	}
+}
+
+// gateway serves the real gateway handler in front of target.
+func gateway(tb testing.TB, target string, extraRoutes string) *httptest.Server {
+	tb.Helper()
+	s := &core.Settings{
+		DefaultTTLSecs: core.Seconds(300 * time.Second), Timeout: core.Millis(1200 * time.Second),
+		RetryBackoffMs: core.Millis(25 * time.Millisecond), MaxRetryBodyBytes: 10 << 20,
+		FunctionLimitMarginMs: core.Millis(time.Second), AsyncTriggerTimeout: core.Millis(10 * time.Second),
+		AsyncTimeout: core.Millis(1800 * time.Second), AsyncTTLSecs: core.Seconds(86400 * time.Second),
+		AsyncStore: "file:unused",
+	}
+	if err := s.Hosts.Decode(target); err != nil {
+		tb.Fatal(err)
+	}
+	if extraRoutes != "" {
+		if err := s.Routes.Decode(extraRoutes); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	stats := &core.Stats{}
+	h := &httpapi.Handler{
+		Settings:  s,
+		Forwarder: &core.Forwarder{Transport: transport(), BackoffBase: s.RetryBackoffMs.D(), Stats: stats},
+		Stats:     stats,
+		Logger:    slog.New(slog.DiscardHandler),
+	}
+	h.Init()
+	srv := httptest.NewServer(h)
+	tb.Cleanup(srv.Close)
+	return srv
+}
+
+// bare serves a plain httputil.ReverseProxy in front of target.
+func bare(tb testing.TB, target string) *httptest.Server {
+	u, _ := url.Parse(target)
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.Transport = transport()
+	rp.ErrorLog = nil
+	srv := httptest.NewServer(rp)
+	tb.Cleanup(srv.Close)
+	return srv
+}
+
+func client() *http.Client {
+	return &http.Client{Transport: transport(), Timeout: 30 * time.Second}
+}
+
+func get(b *testing.B, c *http.Client, url string) {
+	resp, err := c.Get(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		b.Fatalf("status %d", resp.StatusCode)
+	}
+}
+
+// BenchmarkProxy measures throughput through the gateway and through a
+// bare ReverseProxy (and straight to the backend, the floor), for a small
+// body and a streamed one. ns/op with RunParallel is the inverse of
+// throughput; req/s is reported too.
+func BenchmarkProxy(b *testing.B) {
+	be := backend(b)
+	impls := []struct {
+		name string
+		url  string
+	}{
+		{"direct", be.URL},
+		{"bare", bare(b, be.URL).URL},
+		{"gateway", gateway(b, be.URL, "").URL},
+	}
+	for _, body := range []string{"small", "stream"} {
+		for _, impl := range impls {
+			b.Run(fmt.Sprintf("body=%s/impl=%s", body, impl.name), func(b *testing.B) {
+				c := client()
+				u := impl.url + "/" + body
+				get(b, c, u) // warm the connections
+				b.ReportAllocs()
+				b.SetParallelism(4)
+				start := time.Now()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						get(b, c, u)
+					}
+				})
+				b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+			})
+		}
+	}
+}
+
+// BenchmarkLatency measures one request at a time: the gateway's added
+// latency is its ns/op less the bare proxy's (or the direct one's).
+func BenchmarkLatency(b *testing.B) {
+	be := backend(b)
+	for _, impl := range []struct{ name, url string }{
+		{"direct", be.URL}, {"bare", bare(b, be.URL).URL}, {"gateway", gateway(b, be.URL, "").URL},
+	} {
+		b.Run("body=small/impl="+impl.name, func(b *testing.B) {
+			c := client()
+			u := impl.url + "/small"
+			get(b, c, u)
+			b.ReportAllocs()
+			for b.Loop() {
+				get(b, c, u)
+			}
+		})
+	}
+}
+
+// BenchmarkDeadline504 measures how late the 504 is sent after the TTL:
+// each request carries a 20 ms TTL to a backend that never answers.
+func BenchmarkDeadline504(b *testing.B) {
+	be := backend(b)
+	gw := gateway(b, be.URL, "")
+	c := client()
+	const ttl = 20 * time.Millisecond
+	var total, worst time.Duration
+	for b.Loop() {
+		req, _ := http.NewRequestWithContext(context.Background(), "GET", gw.URL+"/hang", nil)
+		req.Header.Set("S7PTTL", "0.02")
+		start := time.Now()
+		resp, err := c.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		late := time.Since(start) - ttl
+		if resp.StatusCode != 504 {
+			b.Fatalf("status %d; want 504", resp.StatusCode)
+		}
+		total += late
+		worst = max(worst, late)
+	}
+	b.ReportMetric(float64(total.Microseconds())/float64(b.N)/1000, "late-ms/op")
+	b.ReportMetric(float64(worst.Microseconds())/1000, "worst-late-ms")
+}
