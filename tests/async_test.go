@@ -1,0 +1,346 @@
+package tests
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+const asyncProfile = `[{"userId":"u1","async-config":{"enabled":true,"containername":"u1-results","topic":"u1-status"}},` +
+	`{"userId":"sync-only","async-config":{"enabled":false}}]`
+
+// slowBackend answers after delay with a body naming the request's
+// Idempotency-Key; it counts calls per key.
+type slowBackend struct {
+	*httptest.Server
+	mu    sync.Mutex
+	calls map[string]int
+	total atomic.Int64
+}
+
+func newSlowBackend(tb testing.TB, delay time.Duration) *slowBackend {
+	b := &slowBackend{calls: map[string]int{}}
+	b.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get("Idempotency-Key")
+		b.mu.Lock()
+		b.calls[key]++
+		b.mu.Unlock()
+		b.total.Add(1)
+		body, _ := io.ReadAll(r.Body)
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		w.Header().Set("X-Report", "yes")
+		w.WriteHeader(201)
+		fmt.Fprintf(w, "report for %s: %s", r.URL.Path, body)
+	}))
+	tb.Cleanup(b.Server.Close)
+	return b
+}
+
+type acceptedDoc struct {
+	ID            string `json:"id"`
+	Status        string `json:"status"`
+	StatusURI     string `json:"statusUri"`
+	DataBlobURI   string `json:"dataBlobUri"`
+	HeaderBlobURI string `json:"headerBlobUri"`
+}
+
+func asyncEnv(hosts, dir string) map[string]string {
+	return map[string]string{
+		"Hosts":               hosts,
+		"AsyncModeEnabled":    "true",
+		"AsyncTriggerTimeout": "300",
+		"UserProfiles":        asyncProfile,
+		"AsyncStore":          "file:" + dir,
+	}
+}
+
+func submitAsync(tb testing.TB, gwURL, path string, hdr map[string]string) (*http.Response, acceptedDoc, time.Duration) {
+	tb.Helper()
+	h := map[string]string{"S7PAsyncMode": "true", "X-UserProfile": "u1"}
+	for k, v := range hdr {
+		h[k] = v
+	}
+	resp, body, took := Do(tb, "POST", gwURL+path, h, "payload-123")
+	if resp.StatusCode != 202 {
+		tb.Fatalf("status = %d; want 202 (body %s)", resp.StatusCode, body)
+	}
+	var acc acceptedDoc
+	if err := json.Unmarshal(body, &acc); err != nil {
+		tb.Fatalf("202 body %q: %v", body, err)
+	}
+	return resp, acc, took
+}
+
+// waitDone polls the status URI until it answers 303, checking the pending
+// answers on the way, and returns the 303's Location.
+func waitDone(tb testing.TB, statusURI string, within time.Duration) (string, []string) {
+	tb.Helper()
+	var states []string
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		resp, body, _ := Do(tb, "GET", statusURI, nil, "")
+		switch resp.StatusCode {
+		case 303:
+			return resp.Header.Get("Location"), states
+		case 200:
+			var st struct {
+				ID     string `json:"id"`
+				Status string `json:"status"`
+			}
+			if err := json.Unmarshal(body, &st); err != nil {
+				tb.Fatalf("status body %q: %v", body, err)
+			}
+			if resp.Header.Get("Retry-After") == "" {
+				tb.Errorf("pending status without Retry-After")
+			}
+			if len(states) == 0 || states[len(states)-1] != st.Status {
+				states = append(states, st.Status)
+			}
+		default:
+			tb.Fatalf("status URI answered %d: %s", resp.StatusCode, body)
+		}
+		time.Sleep(50 * time.Millisecond) // polling, as a client would
+	}
+	tb.Fatalf("not done within %v (states %v)", within, states)
+	return "", nil
+}
+
+type headerBlob struct {
+	Status      int                 `json:"status"`
+	Headers     map[string][]string `json:"headers"`
+	ID          string              `json:"id"`
+	CompletedAt string              `json:"completedAt"`
+	Attempts    []map[string]any    `json:"attempts"`
+}
+
+func countFiles(tb testing.TB, dir, suffix string) int {
+	tb.Helper()
+	n := 0
+	filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() && strings.HasSuffix(p, suffix) {
+			n++
+		}
+		return nil
+	})
+	return n
+}
+
+// TestAsyncEmbedded runs the whole async flow on the local host with the
+// embedded store: 202 soon after the trigger, status polling, 303, the
+// blobs, signed URLs that refuse tampering, notifications.
+func TestAsyncEmbedded(t *testing.T) {
+	be := newSlowBackend(t, 1500*time.Millisecond)
+	dir := t.TempDir()
+	gw := StartGateway(t, asyncEnv(be.URL, dir))
+
+	resp, acc, took := submitAsync(t, gw.URL, "/reports/q3", nil)
+	const trigger = 300 * time.Millisecond
+	if took < trigger || took > trigger+150*time.Millisecond {
+		t.Errorf("202 after %v; want just after the %v trigger", took, trigger)
+	}
+	if acc.Status != "Accepted" || len(acc.ID) < 32 {
+		t.Errorf("202 body = %+v", acc)
+	}
+	for name, want := range map[string]string{"Location": acc.StatusURI, "X-Data-Blob-Uri": acc.DataBlobURI, "X-Header-Blob-Uri": acc.HeaderBlobURI} {
+		if got := resp.Header.Get(name); got == "" || got != want {
+			t.Errorf("%s = %q; want %q (as in the body)", name, got, want)
+		}
+	}
+	if resp.Header.Get("Retry-After") == "" {
+		t.Error("202 without Retry-After")
+	}
+	if !strings.HasPrefix(acc.StatusURI, gw.URL+"/") {
+		t.Errorf("statusUri %q is not on the gateway %s", acc.StatusURI, gw.URL)
+	}
+
+	loc, states := waitDone(t, acc.StatusURI, 10*time.Second)
+	if len(states) == 0 {
+		t.Error("the status URI never reported a pending state")
+	}
+	resp, data, _ := Do(t, "GET", loc, nil, "")
+	if resp.StatusCode != 200 || string(data) != "report for /reports/q3: payload-123" {
+		t.Errorf("data blob = %d %q", resp.StatusCode, data)
+	}
+	resp, hb, _ := Do(t, "GET", acc.HeaderBlobURI, nil, "")
+	var h headerBlob
+	if resp.StatusCode != 200 || json.Unmarshal(hb, &h) != nil {
+		t.Fatalf("header blob = %d %q", resp.StatusCode, hb)
+	}
+	if h.Status != 201 || h.ID != acc.ID || h.CompletedAt == "" || len(h.Attempts) != 1 {
+		t.Errorf("header blob = %+v", h)
+	}
+	if got := http.Header(h.Headers).Get("X-Report"); got != "yes" {
+		t.Errorf("header blob headers = %v; want X-Report: yes", h.Headers)
+	}
+	if got := be.total.Load(); got != 1 {
+		t.Errorf("backend calls = %d; want 1 (the in-flight attempt finishes the work)", got)
+	}
+	if n := countFiles(t, dir, "headers.json"); n != 1 {
+		t.Errorf("header blobs on disk = %d; want 1", n)
+	}
+
+	t.Run("tampered or misused URLs are refused", func(t *testing.T) {
+		u, _ := url.Parse(acc.DataBlobURI)
+		q := u.Query()
+		sig := q.Get("sig")
+		for i := range sig {
+			c := byte('A')
+			if sig[i] == 'A' {
+				c = 'B'
+			}
+			q.Set("sig", sig[:i]+string(c)+sig[i+1:])
+			u.RawQuery = q.Encode()
+			if resp, _, _ := Do(t, "GET", u.String(), nil, ""); resp.StatusCode != 403 {
+				t.Fatalf("signature changed at %d: %d; want 403", i, resp.StatusCode)
+			}
+		}
+		// The data URL's signature on the header blob's path.
+		hu, _ := url.Parse(acc.HeaderBlobURI)
+		hu.RawQuery = u.Query().Encode()
+		q.Set("sig", sig)
+		hu.RawQuery = q.Encode()
+		if resp, _, _ := Do(t, "GET", hu.String(), nil, ""); resp.StatusCode != 403 {
+			t.Errorf("a signature used for another blob: %d; want 403", resp.StatusCode)
+		}
+		// Writing through a read URL.
+		if resp, _, _ := Do(t, "PUT", acc.DataBlobURI, nil, "overwrite"); resp.StatusCode != 405 && resp.StatusCode != 403 {
+			t.Errorf("PUT on a read URL: %d; want 403 or 405", resp.StatusCode)
+		}
+		// An expired URL: move its expiry into the past (the signature no
+		// longer matches either way) and to the far future.
+		for _, se := range []string{"1", "99999999999"} {
+			q := u.Query()
+			q.Set("sig", sig)
+			q.Set("se", se)
+			u.RawQuery = q.Encode()
+			if resp, _, _ := Do(t, "GET", u.String(), nil, ""); resp.StatusCode != 403 {
+				t.Errorf("expiry changed to %s: %d; want 403", se, resp.StatusCode)
+			}
+		}
+	})
+
+	t.Run("unknown id is 404", func(t *testing.T) {
+		resp, _, _ := Do(t, "GET", gw.URL+"/_gateway/async/0123456789abcdef0123456789abcdef", nil, "")
+		if resp.StatusCode != 404 {
+			t.Errorf("unknown id: %d; want 404", resp.StatusCode)
+		}
+		resp, _, _ = Do(t, "GET", gw.URL+"/_gateway/async/..%2f..%2fetc", nil, "")
+		if resp.StatusCode != 404 {
+			t.Errorf("malformed id: %d; want 404", resp.StatusCode)
+		}
+	})
+
+	t.Run("notifications", func(t *testing.T) {
+		f, err := os.Open(filepath.Join(dir, "topics", "u1-status.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		var got []string
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			var n struct{ RequestGuid, Status, Timestamp, TopicName string }
+			if err := json.Unmarshal(sc.Bytes(), &n); err != nil {
+				t.Fatalf("notification %q: %v", sc.Text(), err)
+			}
+			if n.RequestGuid == acc.ID {
+				got = append(got, n.Status)
+			}
+		}
+		if len(got) == 0 || got[0] != "Queued" || got[len(got)-1] != "AsyncProcessed" {
+			t.Errorf("notifications = %v; want Queued … AsyncProcessed", got)
+		}
+	})
+}
+
+// TestAsyncAnswersInLine: an async-eligible request answered before the
+// trigger is answered normally; a request not eligible at all three levels
+// is never 202.
+func TestAsyncAnswersInLine(t *testing.T) {
+	fast := newSlowBackend(t, 10*time.Millisecond)
+	slow := newSlowBackend(t, 800*time.Millisecond)
+	gw := StartGateway(t, asyncEnv(fast.URL, t.TempDir()))
+	resp, body, _ := Do(t, "POST", gw.URL+"/x", map[string]string{"S7PAsyncMode": "true", "X-UserProfile": "u1"}, "p")
+	if resp.StatusCode != 201 || !strings.Contains(string(body), "report for /x") {
+		t.Errorf("fast async-eligible request = %d %q; want the answer in line", resp.StatusCode, body)
+	}
+	gw2 := StartGateway(t, asyncEnv(slow.URL, t.TempDir()))
+	for name, hdr := range map[string]map[string]string{
+		"no S7PAsyncMode":       {"X-UserProfile": "u1"},
+		"profile without async": {"S7PAsyncMode": "true", "X-UserProfile": "sync-only"},
+		"no profile":            {"S7PAsyncMode": "true"},
+		"S7PAsyncMode not true": {"S7PAsyncMode": "yes", "X-UserProfile": "u1"},
+		"unknown profile":       {"S7PAsyncMode": "true", "X-UserProfile": "nobody"},
+	} {
+		resp, _, _ := Do(t, "POST", gw2.URL+"/y", hdr, "p")
+		if resp.StatusCode != 201 {
+			t.Errorf("%s: status %d; want 201 in line", name, resp.StatusCode)
+		}
+	}
+}
+
+// TestAsyncIdempotentSubmission: the same Idempotency-Key submitted twice
+// returns the same async request.
+func TestAsyncIdempotentSubmission(t *testing.T) {
+	be := newSlowBackend(t, 1500*time.Millisecond)
+	gw := StartGateway(t, asyncEnv(be.URL, t.TempDir()))
+	_, first, _ := submitAsync(t, gw.URL, "/job", map[string]string{"Idempotency-Key": "order-77"})
+	_, second, _ := submitAsync(t, gw.URL, "/job", map[string]string{"Idempotency-Key": "order-77"})
+	if first.ID != second.ID || first.StatusURI != second.StatusURI {
+		t.Errorf("ids %q and %q; want the same async request", first.ID, second.ID)
+	}
+	waitDone(t, first.StatusURI, 10*time.Second)
+}
+
+// TestAsyncSurvivesSIGKILL: the gateway is killed mid-continuation; a new
+// process on the same store finishes it, and exactly one result exists.
+func TestAsyncSurvivesSIGKILL(t *testing.T) {
+	be := newSlowBackend(t, 2*time.Second)
+	dir := t.TempDir()
+	env := asyncEnv(be.URL, dir)
+	env["AsyncTimeout"] = "4000"
+	env["FunctionLimitMarginMs"] = "500"
+	gw := StartGateway(t, env)
+	_, acc, _ := submitAsync(t, gw.URL, "/crash", map[string]string{"Idempotency-Key": "crash-key"})
+	// Wait until the in-flight attempt is at the backend, then kill.
+	deadline := time.Now().Add(5 * time.Second)
+	for be.total.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	gw.Kill()
+	if be.total.Load() != 1 {
+		t.Fatalf("backend calls before the kill = %d; want 1", be.total.Load())
+	}
+
+	gw2 := StartGateway(t, env)
+	status := strings.Replace(acc.StatusURI, gw.URL, gw2.URL, 1)
+	loc, _ := waitDone(t, status, 30*time.Second)
+	resp, data, _ := Do(t, "GET", loc, nil, "")
+	if resp.StatusCode != 200 || string(data) != "report for /crash: payload-123" {
+		t.Errorf("data blob = %d %q", resp.StatusCode, data)
+	}
+	if n := countFiles(t, dir, "headers.json"); n != 1 {
+		t.Errorf("header blobs = %d; want exactly 1", n)
+	}
+	be.mu.Lock()
+	defer be.mu.Unlock()
+	if be.calls["crash-key"] < 2 {
+		t.Errorf("calls with the client's key = %d; want the resend to carry the same Idempotency-Key", be.calls["crash-key"])
+	}
+}
