@@ -108,11 +108,30 @@ func (h *Handler) proxyAsync(w http.ResponseWriter, r *http.Request, req *core.R
 	h.Stats.AsyncAccepted.Add(1)
 	lg.async = acc.ID
 	h.accepted(w, r, acc, lg)
+	if claim == nil {
+		// An earlier submission with the same Idempotency-Key owns this
+		// request: this attempt is not needed.
+		cancel()
+		go func() {
+			if fr := <-done; fr.res != nil {
+				fr.res.Response.Body.Close()
+			}
+		}()
+		return
+	}
 	go func() {
 		defer cancel()
-		fr := <-done
-		fctx := context.WithoutCancel(ctx)
-		h.Async.Finish(fctx, claim, fr.res, fr.err)
+		var fr forwardResult
+		select {
+		case fr = <-done:
+		case <-claim.Lost():
+			// A queue worker took the request over; stop this attempt.
+			cancel()
+			fr = <-done
+		}
+		if err := h.Async.Finish(context.WithoutCancel(ctx), claim, fr.res, fr.err); err != nil {
+			h.Logger.WarnContext(ctx, "finishing an async request in-process", "id", claim.ID(), "err", err.Error())
+		}
 	}()
 }
 

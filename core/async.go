@@ -1,0 +1,669 @@
+package core
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync/atomic"
+	"time"
+)
+
+// The store layout: records, request bodies and the idempotency index live
+// in the gateway container; results in the profile's.
+const (
+	asyncRecordsPrefix     = "gateway/records/"
+	asyncRequestsPrefix    = "gateway/requests/"
+	asyncIdempotencyPrefix = "gateway/idempotency/"
+
+	// DefaultResultContainer holds async results for profiles without an
+	// async-config.containername.
+	DefaultResultContainer = "gateway-results"
+	// AsyncStatusPrefix is the path of the status URIs: AsyncStatusPrefix+id.
+	AsyncStatusPrefix = "/_gateway/async/"
+)
+
+const (
+	// DefaultAsyncTTL is used when Async.TTL is zero (AsyncTTLSecs' default).
+	DefaultAsyncTTL = 24 * time.Hour
+	// defaultLeaseWindow replaces a zero Async.Timeout in the lease length.
+	defaultLeaseWindow = 5 * time.Minute
+	// maxQueueDelay is the longest delay a queue takes (SQS: 15 minutes).
+	maxQueueDelay = 15 * time.Minute
+	// asyncPoll is the Retry-After of a pending request.
+	asyncPoll = 2 * time.Second
+	// resultURLGrace is the least lifetime of a URL signed by Status, so
+	// that a result read at or after expiry can still be fetched.
+	resultURLGrace = 5 * time.Minute
+	// cleanupTimeout bounds writes made after the caller's context ended.
+	cleanupTimeout = 30 * time.Second
+	// maxUpdateTries bounds the retries of a conditional record write.
+	maxUpdateTries = 16
+	// maxHeaderBlobBytes bounds a header blob read back.
+	maxHeaderBlobBytes = 1 << 20
+)
+
+// ErrLeaseLost is returned by Finish when the claim's lease lapsed and a
+// queue worker took the request over: the result is that worker's to write.
+var ErrLeaseLost = errors.New("async lease lost to another worker")
+
+// Async is the platform-neutral async continuation engine of CONTRACT §6:
+// Submit hands a request on, Process continues it in a fresh invocation,
+// Status reports on it. Its methods are safe for concurrent use once its
+// fields are set.
+//
+// A serverless invocation cannot keep working after it answers, so Submit
+// makes the request durable, in this order: the request body blob
+// (gateway/requests/<id>), the record in state queued
+// (gateway/records/<id>.json), the queue message {"v":1,"id":…}, and, when
+// the client gave an Idempotency-Key, the idempotency index entry
+// (gateway/idempotency/<hex sha256(profile NUL key)>). Only then does it
+// return the Accepted the 202 is made of. Every queue delivery runs Process;
+// the queue delivers at least once, so Process may run twice for one message,
+// concurrently, or after a crash.
+//
+// Exactly one result. The result of request <id> is two blobs in its result
+// container: the data blob <id>/data (the backend's body, or the error
+// document) and the header blob <id>/headers.json. The commit protocol:
+//
+//  1. Claim: a conditional write (Put with the version read) sets the
+//     record's lease to a fresh owner token. Of two racing workers exactly
+//     one wins; the other re-reads, finds the winner's live lease, leaves a
+//     message delayed to the lease's end and acknowledges its delivery. (It
+//     does not merely acknowledge: its delivery may be the holder's own
+//     message, redelivered, and completing it would leave none.)
+//  2. The holder checks that no header blob exists (an earlier holder may have
+//     committed and died before updating the record), runs the attempts,
+//     re-reads the record to check that its token still holds the claim, and
+//     streams the data blob, replacing any left by a holder that died before
+//     committing. A renewer extends the lease while the holder works, within
+//     the invocation's deadline; a lost lease cancels the work, and an
+//     interrupted blob write leaves nothing (blobs appear whole or not at
+//     all).
+//  3. It checks its claim again, then creates the header blob with
+//     create=true. This is the commit point: at most one header blob can
+//     ever exist, so at most one result. A holder whose create fails with
+//     ErrConflict writes nothing more.
+//  4. It marks the record succeeded, failed or expired (conditional write,
+//     whoever holds the lease: the header blob decides), releasing the
+//     claim, and sends the final notification.
+//
+// At least one result follows because a record that is not done always has
+// a message on its way or a holder whose message comes back if it dies:
+// Submit enqueues before answering; a worker does not acknowledge its
+// delivery until it has committed, checkpointed and enqueued a successor, or
+// left a delayed message for a live lease; the submitting process of an
+// inflight claim has a message delayed to its lease's end.
+//
+// A crash between any two steps: before 1, or between 1 and 3, the lease
+// lapses (it is bounded by the invocation's deadline and renewed only while
+// its holder lives) and the redelivered message's worker takes over and
+// sends the request again with the same Idempotency-Key, replacing any data
+// blob the dead holder left. Between 3 and 4, the next worker finds the
+// header blob after claiming and only marks the record done from it. After 4,
+// every delivery finds the record done and is acknowledged.
+//
+// Residual limit: blob stores offer no fencing of blob writes by lease. A
+// holder frozen for longer than its lease (its renewer frozen with it) in the
+// middle of its data write could land that body after a successor's. The
+// header blob stays unique; both bodies answer the same request, sent with
+// the same Idempotency-Key.
+//
+// Submissions that fail. A failure before the record is written leaves at
+// most an orphan body blob, which no record names. A failed enqueue leaves
+// a record without a message: Submit marks it abandoned (a conditional
+// write), so that a message the queue accepted after all finds it abandoned
+// and is acknowledged; Status reports it as not found, since its id was
+// never given out. Should a worker already have claimed it, the message did
+// go out and the hand-off is durable: Submit answers Accepted after all. Only
+// if the store also refuses the abandon write can a message the queue
+// reported as failed, but delivered, run the request: the client got 503 and
+// no id, as with any 5xx after a request was forwarded. The idempotency index
+// is written last, so an entry always names a record whose message went out;
+// a lookup that finds its record missing or abandoned takes the entry over.
+// Two submissions racing with one new key both write records and messages;
+// the one that loses the index abandons its record and answers with the
+// winner's Accepted (should a worker have claimed the loser's record
+// already, the backend sees the request twice, with the same key).
+type Async struct {
+	// Store keeps records and blobs. Required.
+	Store Store
+	// Queue carries continuation messages. Required.
+	Queue Queue
+	// Notifier sends lifecycle notifications to a profile's topic. If nil,
+	// none are sent.
+	Notifier Notifier
+	// Forwarder runs the attempts. If nil, a zero Forwarder is used.
+	Forwarder *Forwarder
+	// Router resolves the route of a stored request by its path. Required
+	// by Process.
+	Router *Router
+	// TTL is AsyncTTLSecs: the expiry, counted from arrival, and the
+	// lifetime of the result URLs. Zero means DefaultAsyncTTL.
+	TTL time.Duration
+	// Timeout is AsyncTimeout: one attempt's window once async. Zero means
+	// none (the TTL and the execution limit still bound attempts).
+	Timeout time.Duration
+	// Margin is kept free before the invocation's own deadline
+	// (ctx.Deadline()) to checkpoint and hand on. Zero means none.
+	Margin time.Duration
+	// Stats, if set, counts hand-offs.
+	Stats *Stats
+}
+
+// Accepted is what the 202 Accepted answer carries.
+type Accepted struct {
+	// ID is the async request's id: 32 hex digits (128 random bits).
+	ID string
+	// StatusURI is relative, "/_gateway/async/<id>"; the HTTP adapter makes
+	// it absolute. DataURI and HeaderURI are read URLs of the result blobs,
+	// valid until the request expires (they may be relative too).
+	StatusURI, DataURI, HeaderURI string
+	// RetryAfter is the suggested poll interval.
+	RetryAfter time.Duration
+}
+
+// Claim is the hold of a submitting process on an async request it keeps
+// running itself (Submit with inflight set). Until Finish is called, a
+// goroutine renews its lease (at most until the request's expiry), so
+// Finish must be called exactly once. A Claim is safe for concurrent use.
+type Claim struct {
+	a        *Async
+	id       string
+	owner    string
+	rec      *Record
+	lost     context.Context // ends with ErrLeaseLost
+	stop     func()          // stops renewing the lease
+	finished atomic.Bool
+}
+
+// ID returns the async request's id.
+func (c *Claim) ID() string { return c.id }
+
+// Lost returns a channel closed when the lease was lost to a queue worker
+// (the submitting process stalled past it): the in-flight attempt may stop,
+// since Finish will return ErrLeaseLost.
+func (c *Claim) Lost() <-chan struct{} { return c.lost.Done() }
+
+// StatusView is what Status reports on an async request.
+type StatusView struct {
+	ID    string
+	State State
+	// Arrival and Expiry are the request's; Attempts its timeline so far;
+	// Checkpoints the invocations that handed it on.
+	Arrival, Expiry time.Time
+	Attempts        []Attempt
+	Checkpoints     int
+	// Once done: the result's status, when it was committed, and freshly
+	// signed URLs of its blobs (DataURI is the 303's Location).
+	ResultStatus       int
+	CompletedAt        time.Time
+	DataURI, HeaderURI string
+	// RetryAfter is the suggested poll interval while pending; zero when
+	// done.
+	RetryAfter time.Duration
+}
+
+func asyncRecordKey(id string) string { return asyncRecordsPrefix + id + ".json" }
+func asyncBodyKey(id string) string   { return asyncRequestsPrefix + id }
+func asyncDataKey(container, id string) string {
+	return container + "/" + id + "/data"
+}
+func asyncHeaderKey(container, id string) string {
+	return container + "/" + id + "/headers.json"
+}
+
+// asyncIdempotencyKey scopes a client's Idempotency-Key by profile. The NUL
+// separator keeps ("ab","c") and ("a","bc") apart.
+func asyncIdempotencyKey(profile, key string) string {
+	sum := sha256.Sum256([]byte(profile + "\x00" + key))
+	return asyncIdempotencyPrefix + hex.EncodeToString(sum[:])
+}
+
+// newAsyncID returns 128 random bits as 32 lowercase hex digits.
+func newAsyncID() string {
+	var b [16]byte
+	rand.Read(b[:]) // never fails (crypto/rand, Go ≥ 1.24)
+	return hex.EncodeToString(b[:])
+}
+
+func (a *Async) ttl() time.Duration {
+	if a.TTL > 0 {
+		return a.TTL
+	}
+	return DefaultAsyncTTL
+}
+
+// leaseLen is how long a claim lasts before it must be renewed: one
+// attempt's window plus the margin.
+func (a *Async) leaseLen() time.Duration {
+	d := a.Timeout
+	if d <= 0 {
+		d = defaultLeaseWindow
+	}
+	return d + max(a.Margin, 0)
+}
+
+// retryAfter is the poll interval: 2 s, or 1 s when attempts are shorter.
+func (a *Async) retryAfter() time.Duration {
+	if a.Timeout > 0 && a.Timeout < asyncPoll {
+		return time.Second
+	}
+	return asyncPoll
+}
+
+func (a *Async) forwarder() *Forwarder {
+	if a.Forwarder != nil {
+		return a.Forwarder
+	}
+	return &Forwarder{}
+}
+
+// queueDelay rounds d up to whole seconds (what queues take) within
+// [0, maxQueueDelay].
+func queueDelay(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	d = (d + time.Second - 1).Truncate(time.Second)
+	return min(d, maxQueueDelay)
+}
+
+// cleanupContext is for writes that must happen even though ctx ended.
+func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+}
+
+func asyncUnavailable(what string, err error) *Error {
+	return &Error{Reason: ReasonAsyncUnavailable, Message: "the async hand-off could not be made durable: " + what, Err: err}
+}
+
+// Submit makes the continuation of req durable and returns what the 202
+// answer carries. See Async for the order of writes and what a failure
+// leaves behind; any store or queue failure is an *Error with
+// ReasonAsyncUnavailable.
+//
+// profile may be nil (no profile: the default result container, no
+// notifications). A client-given Idempotency-Key seen before within the same
+// profile returns the earlier submission's Accepted and a nil Claim, and
+// enqueues nothing.
+//
+// With inflight set, the caller (a host whose process runs on after
+// answering) keeps its in-flight attempt running: the record is created
+// claimed by the returned Claim, whose lease is renewed until Finish. Its
+// queue message is delayed to the lease's end, so that a queue worker takes
+// over only if the caller dies. A nil Claim with a nil error means an
+// earlier submission owns the request: the caller must drop its attempt.
+//
+// req.Body is stored whole; a req.BodyStream not yet read is streamed to
+// the store instead, and its continuation sends it by one attempt only.
+func (a *Async) Submit(ctx context.Context, req *Request, profile *Profile, inflight bool) (*Accepted, *Claim, error) {
+	acc, c, err := a.submit(ctx, req, profile, inflight)
+	if err != nil {
+		a.Stats.countEnd(ReasonAsyncUnavailable)
+		return nil, nil, err
+	}
+	if a.Stats != nil {
+		a.Stats.AsyncAccepted.Add(1)
+	}
+	return acc, c, nil
+}
+
+func (a *Async) submit(ctx context.Context, req *Request, profile *Profile, inflight bool) (*Accepted, *Claim, error) {
+	now := time.Now()
+	arrival := req.Budget.Arrival
+	if arrival.IsZero() {
+		arrival = now
+	}
+	expiry := arrival.Add(a.ttl())
+	var profileID, topic string
+	container := DefaultResultContainer
+	if profile != nil {
+		profileID, topic = profile.UserID, profile.Async.Topic
+		if c := profile.Async.ContainerName; c != "" {
+			container = c
+		}
+	}
+	if !validContainer(container) {
+		return nil, nil, asyncUnavailable("result container name", fmt.Errorf("container %.70q: want 3-63 lowercase letters, digits and single hyphens", container))
+	}
+
+	// A client's key seen before returns that submission.
+	var idemKey, idemVersion string
+	if req.ClientKey && req.IdempotencyKey != "" {
+		idemKey = asyncIdempotencyKey(profileID, req.IdempotencyKey)
+		prev, version, err := a.lookupIdempotent(ctx, idemKey)
+		if err != nil {
+			return nil, nil, asyncUnavailable("read the idempotency index", err)
+		}
+		if prev != nil {
+			return prev, nil, nil
+		}
+		idemVersion = version
+	}
+
+	id := newAsyncID()
+	acc, err := a.accepted(ctx, id, container, expiry)
+	if err != nil {
+		return nil, nil, asyncUnavailable("sign the result URLs", err)
+	}
+	// 1. The request snapshot's body.
+	snap := snapshotRequest(req)
+	if err := a.storeBody(ctx, id, req, &snap); err != nil {
+		return nil, nil, asyncUnavailable("store the request body", err)
+	}
+	// 2. The record.
+	rec := &Record{V: recordVersion, ID: id, State: StateQueued, Profile: profileID, Topic: topic,
+		Container: container, Arrival: arrival.UTC(), Expiry: expiry.UTC(), Request: snap}
+	var owner string
+	lease := a.leaseLen()
+	if inflight {
+		owner = newAsyncID()
+		rec.State = StateRunning
+		rec.Claim = &Lease{Owner: owner, Until: now.Add(lease).UTC(), Inflight: true}
+	}
+	enc, err := rec.Encode()
+	if err != nil {
+		return nil, nil, asyncUnavailable("encode the record", err)
+	}
+	if _, err := a.Store.Put(ctx, asyncRecordKey(id), enc, ""); err != nil {
+		return nil, nil, asyncUnavailable("store the record", err)
+	}
+	// 3. The message. An inflight claim's message waits for its lease.
+	var delay time.Duration
+	if inflight {
+		delay = queueDelay(lease)
+	}
+	if err := a.Queue.Enqueue(ctx, Continuation{ID: id}.Encode(), delay); err != nil {
+		if !a.abandon(ctx, id, owner) {
+			return nil, nil, asyncUnavailable("enqueue the continuation", err)
+		}
+		// A worker claimed the record: the message did go out.
+	}
+	// 4. The idempotency index, last: an entry names a record whose
+	// message went out.
+	if idemKey != "" {
+		other, err := a.index(ctx, idemKey, idemVersion, acc)
+		switch {
+		case other != nil:
+			// A concurrent submission with the same key won the index.
+			// Ours is abandoned; should a worker have claimed it already,
+			// it runs too, with the same Idempotency-Key.
+			a.abandon(ctx, id, owner)
+			return other, nil, nil
+		case err != nil:
+			if !a.abandon(ctx, id, owner) {
+				return nil, nil, asyncUnavailable("write the idempotency index", err)
+			}
+		}
+	}
+	a.notify(ctx, topic, id, notifyQueued)
+	if !inflight {
+		return acc, nil, nil
+	}
+	a.notify(ctx, topic, id, notifyProcessing)
+	c := &Claim{a: a, id: id, owner: owner, rec: rec}
+	var lose context.CancelCauseFunc
+	c.lost, lose = context.WithCancelCause(context.WithoutCancel(ctx))
+	// Renewed up to the request's expiry: past it, a worker writes the
+	// expired result should the caller never finish.
+	c.stop = a.keepLease(ctx, id, owner, lease, rec.Expiry, lose)
+	return acc, c, nil
+}
+
+// accepted builds the Accepted of request id.
+func (a *Async) accepted(ctx context.Context, id, container string, expiry time.Time) (*Accepted, error) {
+	data, err := a.Store.SignURL(ctx, asyncDataKey(container, id), expiry)
+	if err != nil {
+		return nil, err
+	}
+	header, err := a.Store.SignURL(ctx, asyncHeaderKey(container, id), expiry)
+	if err != nil {
+		return nil, err
+	}
+	return &Accepted{ID: id, StatusURI: AsyncStatusPrefix + id, DataURI: data, HeaderURI: header, RetryAfter: a.retryAfter()}, nil
+}
+
+// snapshotRequest copies what a continuation needs of req, body aside.
+func snapshotRequest(req *Request) RequestSnapshot {
+	return RequestSnapshot{
+		Method: req.Method, Path: req.Path, RawQuery: req.RawQuery, Header: req.Header.Clone(),
+		Host: req.Host, RemoteAddr: req.RemoteAddr, Proto: req.Proto,
+		IdempotencyKey: req.IdempotencyKey, ClientKey: req.ClientKey,
+	}
+}
+
+// storeBody writes req's body, if any, to its blob and notes its size.
+func (a *Async) storeBody(ctx context.Context, id string, req *Request, snap *RequestSnapshot) error {
+	switch {
+	case req.BodyStream != nil:
+		cr := &countingReader{r: req.BodyStream}
+		if err := a.Store.WriteBlob(ctx, asyncBodyKey(id), cr, "application/octet-stream", true); err != nil {
+			return err
+		}
+		snap.BodySize, snap.BodyStreamed = cr.n, cr.n > 0
+	case len(req.Body) > 0:
+		if err := a.Store.WriteBlob(ctx, asyncBodyKey(id), bytes.NewReader(req.Body), "application/octet-stream", true); err != nil {
+			return err
+		}
+		snap.BodySize = int64(len(req.Body))
+	}
+	return nil
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// errMovedOn and errNoop end an update function without writing.
+var (
+	errMovedOn = errors.New("record moved on")
+	errNoop    = errors.New("nothing to change")
+)
+
+// abandon marks the record of a failed submission abandoned, so that a
+// message that went out after all changes nothing. It reports whether the
+// record had moved on instead: a worker claimed it, so the message went out
+// and the hand-off is durable. owner is the submission's own inflight
+// claim, or "".
+func (a *Async) abandon(ctx context.Context, id, owner string) (movedOn bool) {
+	ctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	_, err := a.updateRecord(ctx, id, func(r *Record) error {
+		switch {
+		case r.State == StateAbandoned:
+			return errNoop
+		case r.State.Done():
+			return errMovedOn
+		case owner == "" && r.State == StateQueued && r.Claim == nil,
+			owner != "" && r.Claim != nil && r.Claim.Owner == owner:
+			r.State, r.Claim = StateAbandoned, nil
+			return nil
+		}
+		return errMovedOn
+	})
+	return errors.Is(err, errMovedOn)
+}
+
+// lookupIdempotent returns the Accepted recorded under the index key, or
+// nil and the version of an entry that may be taken over ("" when there is
+// none): one that is unreadable or names a record that is missing or
+// abandoned.
+func (a *Async) lookupIdempotent(ctx context.Context, key string) (*Accepted, string, error) {
+	data, version, err := a.Store.Get(ctx, key)
+	if errors.Is(err, ErrNotFound) {
+		return nil, "", nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	var e idempotencyEntry
+	if decodeStrict(data, &e) != nil || e.V != 1 || !validAsyncID(e.ID) {
+		return nil, version, nil
+	}
+	rec, err := a.loadRecord(ctx, e.ID)
+	switch {
+	case errors.Is(err, ErrNotFound), errors.Is(err, ErrBadRecord):
+		return nil, version, nil
+	case err != nil:
+		return nil, "", err
+	case rec.State == StateAbandoned:
+		return nil, version, nil
+	}
+	return &Accepted{ID: e.ID, StatusURI: e.StatusURI, DataURI: e.DataURI, HeaderURI: e.HeaderURI, RetryAfter: a.retryAfter()}, "", nil
+}
+
+// index writes acc under the idempotency key (create, or take over the
+// entry at version). It returns the Accepted of a concurrent submission
+// that won the key instead, if any.
+func (a *Async) index(ctx context.Context, key, version string, acc *Accepted) (*Accepted, error) {
+	b, _ := json.Marshal(idempotencyEntry{V: 1, ID: acc.ID, StatusURI: acc.StatusURI, DataURI: acc.DataURI, HeaderURI: acc.HeaderURI})
+	_, err := a.Store.Put(ctx, key, b, version)
+	if err == nil {
+		return nil, nil
+	}
+	if !errors.Is(err, ErrConflict) {
+		return nil, err
+	}
+	other, _, lerr := a.lookupIdempotent(ctx, key)
+	if lerr != nil {
+		return nil, lerr
+	}
+	if other == nil {
+		return nil, err
+	}
+	return other, nil
+}
+
+// loadRecord reads and decodes the record of id.
+func (a *Async) loadRecord(ctx context.Context, id string) (*Record, error) {
+	data, _, err := a.Store.Get(ctx, asyncRecordKey(id))
+	if err != nil {
+		return nil, err
+	}
+	r, err := DecodeRecord(data)
+	if err != nil {
+		return nil, err
+	}
+	if r.ID != id {
+		return nil, fmt.Errorf("%w: record of %s names %s", ErrBadRecord, id, r.ID)
+	}
+	return r, nil
+}
+
+// updateRecord is the read-modify-write of a record: fn changes the record
+// read, which is written back only if nobody wrote it meanwhile; on a
+// conflict fn runs again on the new version. An error from fn ends the
+// update without writing and is returned with the record fn saw.
+func (a *Async) updateRecord(ctx context.Context, id string, fn func(*Record) error) (*Record, error) {
+	key := asyncRecordKey(id)
+	for try := 1; ; try++ {
+		data, version, err := a.Store.Get(ctx, key)
+		if err != nil {
+			return nil, fmt.Errorf("read record: %w", err)
+		}
+		r, err := DecodeRecord(data)
+		if err != nil {
+			return nil, err
+		}
+		if r.ID != id {
+			return nil, fmt.Errorf("%w: record of %s names %s", ErrBadRecord, id, r.ID)
+		}
+		if err := fn(r); err != nil {
+			return r, err
+		}
+		enc, err := r.Encode()
+		if err != nil {
+			return nil, err
+		}
+		_, err = a.Store.Put(ctx, key, enc, version)
+		if err == nil {
+			return r, nil
+		}
+		if !errors.Is(err, ErrConflict) || try >= maxUpdateTries {
+			return nil, fmt.Errorf("write record: %w", err)
+		}
+	}
+}
+
+// notify sends a lifecycle notification when the request has a topic. A
+// notification that fails is dropped: it must not fail the request, and
+// core does not log (the Notifier's implementation may).
+func (a *Async) notify(ctx context.Context, topic, id, status string) {
+	if a.Notifier == nil || topic == "" {
+		return
+	}
+	b, _ := json.Marshal(notification{RequestGUID: id, Status: status, Timestamp: time.Now().UTC().Format(time.RFC3339), TopicName: topic})
+	_ = a.Notifier.Notify(ctx, topic, b)
+}
+
+// Status reports on async request id. An id that is malformed, unknown, or
+// of a submission that failed is an error wrapping ErrNotFound. Once done,
+// the view carries freshly signed URLs of the result blobs, valid until the
+// request expires and for at least a few minutes.
+func (a *Async) Status(ctx context.Context, id string) (*StatusView, error) {
+	if !validAsyncID(id) {
+		return nil, fmt.Errorf("async status: malformed id: %w", ErrNotFound)
+	}
+	rec, err := a.loadRecord(ctx, id)
+	if errors.Is(err, ErrNotFound) || err == nil && rec.State == StateAbandoned {
+		return nil, fmt.Errorf("async status %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("async status %s: %w", id, err)
+	}
+	v := &StatusView{ID: id, State: rec.State, Arrival: rec.Arrival, Expiry: rec.Expiry,
+		Attempts: rec.Attempts, Checkpoints: rec.Checkpoints}
+	if !rec.State.Done() || rec.Result == nil {
+		v.RetryAfter = a.retryAfter()
+		return v, nil
+	}
+	v.ResultStatus, v.CompletedAt = rec.Result.Status, rec.Result.CompletedAt
+	until := rec.Expiry
+	if least := time.Now().Add(resultURLGrace); until.Before(least) {
+		until = least
+	}
+	if v.DataURI, err = a.Store.SignURL(ctx, asyncDataKey(rec.Container, id), until); err != nil {
+		return nil, fmt.Errorf("async status %s: sign data URL: %w", id, err)
+	}
+	if v.HeaderURI, err = a.Store.SignURL(ctx, asyncHeaderKey(rec.Container, id), until); err != nil {
+		return nil, fmt.Errorf("async status %s: sign header URL: %w", id, err)
+	}
+	return v, nil
+}
+
+// resultState is the final state of a result: expired or failed when the
+// gateway ended the request with that error code, failed when the
+// backend's last answer was a server failure (5xx or 429), else succeeded.
+func resultState(status int, gatewayCode string) State {
+	switch {
+	case gatewayCode == ReasonTTLExpired.Code():
+		return StateExpired
+	case gatewayCode != "", status >= 500, status == http.StatusTooManyRequests:
+		return StateFailed
+	}
+	return StateSucceeded
+}
+
+func (s State) notification() string {
+	switch s {
+	case StateSucceeded:
+		return notifyProcessed
+	case StateExpired:
+		return notifyExpired
+	}
+	return notifyFailed
+}

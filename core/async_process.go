@@ -1,0 +1,536 @@
+package core
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// errLeased ends a claim attempt that found a live lease held by another.
+var errLeased = errors.New("record leased by another worker")
+
+// errBodyLost is the cause of a stored request body that cannot be read
+// back whole: the request can never be sent again.
+var errBodyLost = errors.New("stored request body is missing or truncated")
+
+// Process runs one continuation message in a fresh invocation. ctx's
+// deadline, if any, is the invocation's: the attempts stop Margin before it,
+// and an attempt cut there is checkpointed (its timeline kept in the record,
+// the claim released) and continued by a new message.
+//
+// It returns nil when the message is done with: the result was written, the
+// request was handed on, the message names an unknown or finished request,
+// or another worker holds a live lease (a message delayed to the lease's
+// end is left for it). A message that cannot be decoded is an error wrapping
+// ErrBadMessage; any other error is transient, and the queue should deliver
+// the message again.
+func (a *Async) Process(ctx context.Context, msg []byte) error {
+	c, err := DecodeContinuation(msg)
+	if err != nil {
+		return fmt.Errorf("process continuation: %w", err)
+	}
+	return a.continueRequest(ctx, c.ID)
+}
+
+// session is a claim held while a continuation runs.
+type session struct {
+	rec      *Record // as claimed
+	owner    string
+	inflight bool            // Finish of an inflight claim, not a queue worker
+	work     context.Context // ends with ErrLeaseLost when the lease is lost
+	endOnce  sync.Once
+	endFn    func()
+}
+
+// end stops renewing the lease and ends the work context.
+func (s *session) end() { s.endOnce.Do(s.endFn) }
+
+// lost reports whether the lease was lost to another worker.
+func (s *session) lost() bool { return errors.Is(context.Cause(s.work), ErrLeaseLost) }
+
+func (a *Async) continueRequest(ctx context.Context, id string) error {
+	now := time.Now()
+	owner := newAsyncID()
+	deadline, _ := ctx.Deadline()
+	until := now.Add(a.leaseLen())
+	if !deadline.IsZero() && deadline.Before(until) {
+		until = deadline
+	}
+	var first, seen bool
+	rec, err := a.updateRecord(ctx, id, func(r *Record) error {
+		if r.State.Done() {
+			return errNoop
+		}
+		if r.Claim != nil && now.Before(r.Claim.Until) {
+			return errLeased
+		}
+		first = r.State == StateQueued && now.Before(r.Expiry)
+		seen = r.State != StateQueued || r.Claim != nil
+		r.Claim = &Lease{Owner: owner, Until: until.UTC()}
+		if now.Before(r.Expiry) {
+			r.State = StateRunning
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, ErrNotFound), errors.Is(err, errNoop):
+		return nil
+	case errors.Is(err, errLeased):
+		return a.requeue(ctx, id, rec.Claim.Until.Sub(now))
+	case err != nil:
+		return fmt.Errorf("claim %s: %w", id, err)
+	}
+
+	work, cancel := context.WithCancelCause(ctx)
+	stop := a.keepLease(ctx, id, owner, a.leaseLen(), deadline, cancel)
+	s := &session{rec: rec, owner: owner, work: work, endFn: func() { stop(); cancel(context.Canceled) }}
+	defer s.end()
+	if first {
+		a.notify(ctx, rec.Topic, id, notifyProcessing)
+	}
+	if seen {
+		// An earlier holder may have committed and died before marking
+		// the record done.
+		done, err := a.adoptResult(ctx, s)
+		if err != nil {
+			return errors.Join(fmt.Errorf("continuation %s: read result header: %w", id, err), a.handOn(ctx, s, rec.Attempts, false))
+		}
+		if done {
+			return nil
+		}
+	}
+	if !now.Before(rec.Expiry) {
+		e := &Error{Reason: ReasonTTLExpired, Message: "the request expired before any attempt started", Attempts: rec.Attempts}
+		if len(rec.Attempts) > 0 {
+			e.Message = "the request expired before it could be completed"
+		}
+		return a.commitError(ctx, s, e)
+	}
+	var limit time.Time
+	if !deadline.IsZero() {
+		limit = deadline.Add(-max(a.Margin, 0))
+	}
+	req, body, err := a.rebuild(ctx, rec, limit)
+	switch {
+	case errors.Is(err, ErrNotFound), errors.Is(err, errBodyLost):
+		return a.commitError(ctx, s, &Error{Reason: ReasonNone, Message: "the stored request body is missing", Attempts: rec.Attempts, Err: err})
+	case err != nil:
+		return errors.Join(fmt.Errorf("continuation %s: %w", id, err), a.handOn(ctx, s, rec.Attempts, false))
+	}
+	if body != nil {
+		defer body.Close()
+	}
+	res, ferr := a.forwarder().Forward(work, req)
+	return a.settle(ctx, s, res, ferr)
+}
+
+// rebuild makes the request to send again from its record: the route
+// resolved anew by path, the attempts already counted taken off its
+// MaxAttempts and its host rotation continued, and the body read back. An
+// attempt cut by the execution limit does not count: it was not the
+// backend's failure. The Closer, if any, is a streamed body's blob.
+func (a *Async) rebuild(ctx context.Context, rec *Record, limit time.Time) (*Request, io.Closer, error) {
+	if a.Router == nil {
+		return nil, nil, errors.New("async: no Router")
+	}
+	route := *a.Router.Match(rec.Request.Path)
+	prior := 0
+	for _, at := range rec.Attempts {
+		if at.Outcome != OutcomeFunctionLimit {
+			prior++
+		}
+	}
+	if prior > 0 && len(route.Hosts) > 0 {
+		route.MaxAttempts = max(route.MaxAttempts-prior, 1)
+		k := prior % len(route.Hosts)
+		route.Hosts = append(append(HostList{}, route.Hosts[k:]...), route.Hosts[:k]...)
+	}
+	sn := rec.Request
+	req := &Request{
+		Method: sn.Method, Path: sn.Path, RawQuery: sn.RawQuery, Header: sn.Header,
+		Host: sn.Host, RemoteAddr: sn.RemoteAddr, Proto: sn.Proto,
+		IdempotencyKey: sn.IdempotencyKey, ClientKey: sn.ClientKey,
+		Route:  &route,
+		Budget: Budget{Arrival: rec.Arrival, TTL: rec.Expiry, Timeout: a.Timeout, Limit: limit},
+	}
+	if req.Header == nil {
+		req.Header = http.Header{}
+	}
+	if sn.BodySize == 0 {
+		return req, nil, nil
+	}
+	rc, err := a.Store.OpenBlob(ctx, asyncBodyKey(rec.ID))
+	if err != nil {
+		return nil, nil, fmt.Errorf("open request body: %w", err)
+	}
+	if sn.BodyStreamed {
+		req.Header.Set("Content-Length", strconv.FormatInt(sn.BodySize, 10))
+		req.BodyStream = rc
+		return req, rc, nil
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(io.LimitReader(rc, sn.BodySize+1))
+	if err != nil {
+		return nil, nil, fmt.Errorf("read request body: %w", err)
+	}
+	if int64(len(b)) != sn.BodySize {
+		return nil, nil, fmt.Errorf("%w: %d bytes, want %d", errBodyLost, len(b), sn.BodySize)
+	}
+	req.Body = b
+	return req, nil, nil
+}
+
+// keepLease renews the lease of owner on record id every half lease until
+// stop is called, never past limit (zero: no limit). If the lease turns out
+// to be lost, it calls lose(ErrLeaseLost) and stops. A renewal that fails
+// otherwise is tried again at the next tick.
+func (a *Async) keepLease(ctx context.Context, id, owner string, lease time.Duration, limit time.Time, lose context.CancelCauseFunc) (stop func()) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(max(lease/2, time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			until := time.Now().Add(lease)
+			if !limit.IsZero() && limit.Before(until) {
+				until = limit
+			}
+			_, err := a.updateRecord(ctx, id, func(r *Record) error {
+				if r.State.Done() || r.Claim == nil || r.Claim.Owner != owner {
+					return ErrLeaseLost
+				}
+				if !r.Claim.Until.Before(until) {
+					return errNoop
+				}
+				r.Claim.Until = until.UTC()
+				return nil
+			})
+			switch {
+			case errors.Is(err, ErrLeaseLost), errors.Is(err, ErrNotFound):
+				lose(ErrLeaseLost)
+				return
+			case err == nil || errors.Is(err, errNoop):
+				if !limit.IsZero() && !until.Before(limit) {
+					return // the lease reaches the limit: nothing left to renew
+				}
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cancel()
+			<-done
+		})
+	}
+}
+
+// requeue leaves a message for request id, visible after wait.
+func (a *Async) requeue(ctx context.Context, id string, wait time.Duration) error {
+	if err := a.Queue.Enqueue(ctx, Continuation{ID: id}.Encode(), queueDelay(wait)); err != nil {
+		return fmt.Errorf("re-enqueue continuation %s: %w", id, err)
+	}
+	return nil
+}
+
+// lostLease ends a session whose lease another worker took. A queue worker
+// leaves a message delayed to the new lease's end, as for any live lease
+// (its own delivery may be the one the queue would redeliver); Finish
+// reports ErrLeaseLost.
+func (a *Async) lostLease(ctx context.Context, s *session) error {
+	s.end()
+	if s.inflight {
+		return ErrLeaseLost
+	}
+	ctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	rec, err := a.loadRecord(ctx, s.rec.ID)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("continuation %s: lease lost: %w", s.rec.ID, err)
+	case rec.State.Done():
+		return nil
+	}
+	var wait time.Duration
+	if rec.Claim != nil {
+		wait = time.Until(rec.Claim.Until)
+	}
+	return a.requeue(ctx, s.rec.ID, wait)
+}
+
+// settle turns the outcome of the attempts into the result, or hands the
+// request on.
+func (a *Async) settle(ctx context.Context, s *session, res *Result, ferr error) error {
+	if ferr == nil && (res == nil || res.Response == nil) {
+		ferr = &Error{Reason: ReasonNone, Message: "the attempts gave no result"}
+	}
+	if ferr != nil {
+		var e *Error
+		if !errors.As(ferr, &e) {
+			e = &Error{Reason: ReasonNone, Err: ferr}
+		}
+		all := joinAttempts(s.rec.Attempts, e.Attempts)
+		switch {
+		case s.lost():
+			return a.lostLease(ctx, s)
+		case e.Reason == ReasonFunctionLimit:
+			return a.handOn(ctx, s, all, true)
+		case e.Reason == ReasonClientGone:
+			// The invocation's context ended: hand on, and have the
+			// queue deliver again.
+			herr := a.handOn(ctx, s, all, false)
+			if s.inflight {
+				return herr
+			}
+			return errors.Join(fmt.Errorf("continuation %s interrupted: %w", s.rec.ID, ferr), herr)
+		}
+		return a.commitError(ctx, s, &Error{Reason: e.Reason, Message: e.Message, Attempts: all, Err: e.Err})
+	}
+
+	resp := res.Response
+	defer resp.Body.Close()
+	all := joinAttempts(s.rec.Attempts, res.Attempts)
+	header := resp.Header.Clone()
+	if header == nil {
+		header = http.Header{}
+	}
+	RemoveHopHeaders(header)
+	header.Set("X-Attempts", strconv.Itoa(len(all)))
+	ct := resp.Header.Get("Content-Type")
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	// Step 2: the data blob, streamed from the backend, by the holder only.
+	if ok, err := a.holds(ctx, s, all); !ok {
+		return err
+	}
+	err := a.Store.WriteBlob(s.work, asyncDataKey(s.rec.Container, s.rec.ID), resp.Body, ct, false)
+	if err != nil {
+		cut := StreamCut(resp.Body)
+		switch {
+		case s.lost():
+			return a.lostLease(ctx, s)
+		case errors.Is(cut, ErrFunctionLimit):
+			return a.handOn(ctx, s, all, true)
+		case errors.Is(cut, ErrIdleTimeout):
+			return a.commitError(ctx, s, &Error{Reason: ReasonAttemptTimeout,
+				Message:  fmt.Sprintf("the backend's response body (status %d) stalled longer than the idle limit", resp.StatusCode),
+				Attempts: all, Err: cut})
+		}
+		return errors.Join(fmt.Errorf("continuation %s: write result body: %w", s.rec.ID, err), a.handOn(ctx, s, all, false))
+	}
+	return a.publish(ctx, s, resp.StatusCode, header, all)
+}
+
+// commitError writes e as the result: the error document as the data blob,
+// its status in the header blob.
+func (a *Async) commitError(ctx context.Context, s *session, e *Error) error {
+	header := http.Header{
+		"Content-Type":    {"application/json"},
+		"X-Gateway-Error": {e.Reason.Code()},
+		"X-Attempts":      {strconv.Itoa(len(e.Attempts))},
+	}
+	if ok, err := a.holds(ctx, s, e.Attempts); !ok {
+		return err
+	}
+	if err := a.Store.WriteBlob(s.work, asyncDataKey(s.rec.Container, s.rec.ID), bytes.NewReader(e.JSON()), "application/json", false); err != nil {
+		if s.lost() {
+			return a.lostLease(ctx, s)
+		}
+		return errors.Join(fmt.Errorf("continuation %s: write result body: %w", s.rec.ID, err), a.handOn(ctx, s, e.Attempts, false))
+	}
+	return a.publish(ctx, s, e.HTTPStatus(), header, e.Attempts)
+}
+
+// publish commits the result whose data blob is written: step 3 (the
+// header blob, created only if absent) and step 4 (the record marked done).
+func (a *Async) publish(ctx context.Context, s *session, status int, header http.Header, all []Attempt) error {
+	id := s.rec.ID
+	// Commit only while still the holder: a successor, once it claimed,
+	// may be writing the data blob.
+	if ok, err := a.holds(ctx, s, all); !ok {
+		return err
+	}
+	completed := time.Now().UTC().Truncate(time.Second)
+	if all == nil {
+		all = []Attempt{}
+	}
+	hb, err := json.Marshal(resultHeader{Status: status, Headers: header, ID: id, CompletedAt: completed.Format(time.RFC3339), Attempts: all})
+	if err != nil {
+		return fmt.Errorf("continuation %s: encode result header: %w", id, err)
+	}
+	err = a.Store.WriteBlob(ctx, asyncHeaderKey(s.rec.Container, id), bytes.NewReader(hb), "application/json", true)
+	s.end()
+	switch {
+	case errors.Is(err, ErrConflict):
+		// Another holder committed first: its result stands.
+		_, err := a.adoptResult(ctx, s)
+		return err
+	case err != nil:
+		// Whether the header was written is unknown: the next holder
+		// finds out.
+		return errors.Join(fmt.Errorf("continuation %s: write result header: %w", id, err), a.handOn(ctx, s, all, false))
+	}
+	return a.finalize(ctx, id, status, header.Get("X-Gateway-Error"), completed, all)
+}
+
+// holds checks, just before a result write, that s still holds the claim
+// (its lease may have lapsed, as long as nobody took it over). If it does
+// not, or the check fails, it ends the session as lostLease or handOn does
+// and returns false with what the caller must return.
+func (a *Async) holds(ctx context.Context, s *session, all []Attempt) (bool, error) {
+	rec, err := a.loadRecord(ctx, s.rec.ID)
+	if err != nil {
+		return false, errors.Join(fmt.Errorf("continuation %s: check claim: %w", s.rec.ID, err), a.handOn(ctx, s, all, false))
+	}
+	if rec.State.Done() || rec.Claim == nil || rec.Claim.Owner != s.owner {
+		return false, a.lostLease(ctx, s)
+	}
+	return true, nil
+}
+
+// adoptResult marks the record done from an existing header blob. It
+// reports whether there was one.
+func (a *Async) adoptResult(ctx context.Context, s *session) (bool, error) {
+	rc, err := a.Store.OpenBlob(ctx, asyncHeaderKey(s.rec.Container, s.rec.ID))
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer rc.Close()
+	var h resultHeader
+	if err := json.NewDecoder(io.LimitReader(rc, maxHeaderBlobBytes)).Decode(&h); err != nil {
+		return true, fmt.Errorf("decode result header: %w", err)
+	}
+	s.end()
+	completed, err := time.Parse(time.RFC3339, h.CompletedAt)
+	if err != nil || !storableTime(completed) {
+		completed = time.Now()
+	}
+	status := h.Status
+	if status < 100 || status > 999 {
+		status = http.StatusInternalServerError
+	}
+	return true, a.finalize(ctx, s.rec.ID, status, h.Headers.Get("X-Gateway-Error"), completed.UTC(), h.Attempts)
+}
+
+// finalize marks the record done with its committed result, releasing the
+// claim whoever holds it (the header blob decides), and sends the final
+// notification.
+func (a *Async) finalize(ctx context.Context, id string, status int, gatewayCode string, completed time.Time, all []Attempt) error {
+	state := resultState(status, gatewayCode)
+	var topic string
+	_, err := a.updateRecord(ctx, id, func(r *Record) error {
+		if r.State.Done() {
+			return errNoop
+		}
+		topic = r.Topic
+		r.State, r.Claim = state, nil
+		if all != nil {
+			r.Attempts = all
+		}
+		r.Result = &RecordResult{Status: status, CompletedAt: completed}
+		return nil
+	})
+	if errors.Is(err, errNoop) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("continuation %s: mark done: %w", id, err)
+	}
+	a.notify(ctx, topic, id, state.notification())
+	return nil
+}
+
+// handOn releases the claim, keeping the attempts so far. A checkpoint (the
+// execution limit cut the work) counts itself and enqueues the next
+// continuation; so does an inflight claim, which has no delivery of its own
+// for the queue to repeat. A queue worker's other hand-ons rely on its
+// delivery coming back.
+func (a *Async) handOn(ctx context.Context, s *session, all []Attempt, checkpoint bool) error {
+	s.end()
+	ctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	_, err := a.updateRecord(ctx, s.rec.ID, func(r *Record) error {
+		if r.State.Done() || r.Claim == nil || r.Claim.Owner != s.owner {
+			return ErrLeaseLost
+		}
+		r.Attempts = all
+		if checkpoint {
+			r.Checkpoints++
+		}
+		r.Claim = nil
+		return nil
+	})
+	if errors.Is(err, ErrLeaseLost) {
+		return a.lostLease(ctx, s)
+	}
+	if err != nil {
+		return fmt.Errorf("continuation %s: release claim: %w", s.rec.ID, err)
+	}
+	if checkpoint || s.inflight {
+		if err := a.Queue.Enqueue(ctx, Continuation{ID: s.rec.ID}.Encode(), 0); err != nil {
+			return fmt.Errorf("continuation %s: enqueue the next continuation: %w", s.rec.ID, err)
+		}
+	}
+	return nil
+}
+
+// Finish ends the inflight claim c with the outcome of the caller's Forward
+// call: res and err as Forward returned them (Finish closes res's body). A
+// backend response or a final error becomes the one result. An attempt cut
+// by the execution limit or by cancellation is handed on instead: a queue
+// worker sends the request again, with the same Idempotency-Key.
+//
+// ctx should outlive the client's request (context.WithoutCancel). Finish
+// returns ErrLeaseLost, writing nothing, if the lease lapsed and a queue
+// worker took the request over. A claim can be finished once.
+func (a *Async) Finish(ctx context.Context, c *Claim, res *Result, err error) error {
+	closeRes := func() {
+		if res != nil && res.Response != nil && res.Response.Body != nil {
+			res.Response.Body.Close()
+		}
+	}
+	if c == nil || c.a != a {
+		closeRes()
+		return errors.New("async finish: not a claim of this engine")
+	}
+	if !c.finished.CompareAndSwap(false, true) {
+		closeRes()
+		return errors.New("async finish: claim already finished")
+	}
+	work, cancel := context.WithCancelCause(ctx)
+	unhook := context.AfterFunc(c.lost, func() { cancel(context.Cause(c.lost)) })
+	s := &session{rec: c.rec, owner: c.owner, inflight: true, work: work,
+		endFn: func() { c.stop(); unhook(); cancel(context.Canceled) }}
+	defer s.end()
+	if s.lost() || errors.Is(context.Cause(c.lost), ErrLeaseLost) {
+		s.end()
+		closeRes()
+		return ErrLeaseLost
+	}
+	return a.settle(ctx, s, res, err)
+}
+
+// joinAttempts returns a new timeline: prev, then more.
+func joinAttempts(prev, more []Attempt) []Attempt {
+	out := make([]Attempt, 0, len(prev)+len(more))
+	return append(append(out, prev...), more...)
+}

@@ -1,0 +1,315 @@
+package core
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// The wire formats of async continuations: the queue message, the
+// continuation record, the idempotency index entry and the result header
+// blob. Each is versioned JSON; the decoders are strict, because messages
+// and records come back from storage the gateway does not fully control.
+
+// ErrBadMessage is wrapped by the error DecodeContinuation returns, and so by
+// Async.Process, for a continuation message that cannot be decoded. The
+// adapter fails that message alone (CONTRACT §6).
+var ErrBadMessage = errors.New("bad continuation message")
+
+// ErrBadRecord is wrapped by the error DecodeRecord returns for a
+// continuation record that cannot be decoded.
+var ErrBadRecord = errors.New("bad continuation record")
+
+// continuationVersion and recordVersion are the format versions written.
+const (
+	continuationVersion = 1
+	recordVersion       = 1
+)
+
+// maxMessageBytes bounds a continuation message; real ones are ~60 bytes.
+const maxMessageBytes = 4 << 10
+
+// Continuation is the payload of a queue message: "continue async request
+// ID". Its wire form is {"v":1,"id":"<32 hex digits>"}.
+type Continuation struct {
+	ID string
+}
+
+type continuationJSON struct {
+	V  int    `json:"v"`
+	ID string `json:"id"`
+}
+
+// Encode returns c's wire form.
+func (c Continuation) Encode() []byte {
+	b, _ := json.Marshal(continuationJSON{V: continuationVersion, ID: c.ID})
+	return b
+}
+
+// DecodeContinuation parses a queue message body. Anything but one JSON
+// object of version 1 with a well-formed id and no other keys is an error
+// wrapping ErrBadMessage.
+func DecodeContinuation(b []byte) (Continuation, error) {
+	if len(b) > maxMessageBytes {
+		return Continuation{}, fmt.Errorf("%w: %d bytes, want at most %d", ErrBadMessage, len(b), maxMessageBytes)
+	}
+	var w continuationJSON
+	if err := decodeStrict(b, &w); err != nil {
+		return Continuation{}, fmt.Errorf("%w: %v", ErrBadMessage, err)
+	}
+	if w.V != continuationVersion {
+		return Continuation{}, fmt.Errorf("%w: version %d, want %d", ErrBadMessage, w.V, continuationVersion)
+	}
+	if !validAsyncID(w.ID) {
+		return Continuation{}, fmt.Errorf("%w: id %.40q is not 32 lowercase hex digits", ErrBadMessage, w.ID)
+	}
+	return Continuation{ID: w.ID}, nil
+}
+
+// decodeStrict decodes exactly one JSON value with no unknown keys.
+func decodeStrict(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err == nil {
+		return errors.New("data after the JSON value")
+	}
+	return nil
+}
+
+// State is where an async request is in its life.
+type State string
+
+// The states of CONTRACT §6's status document, plus abandoned: a
+// submission that failed after its record was written (never reported; the
+// client got 503 and no id).
+const (
+	StateQueued    State = "queued"
+	StateRunning   State = "running"
+	StateSucceeded State = "succeeded"
+	StateFailed    State = "failed"
+	StateExpired   State = "expired"
+	StateAbandoned State = "abandoned"
+)
+
+// Done reports whether s is final: a result exists, or never will.
+func (s State) Done() bool {
+	switch s {
+	case StateSucceeded, StateFailed, StateExpired, StateAbandoned:
+		return true
+	}
+	return false
+}
+
+func (s State) valid() bool {
+	return s == StateQueued || s == StateRunning || s.Done()
+}
+
+// Lease is a claim on a record: its holder alone may run the request and
+// write the result, until Until. A lapsed lease may be taken over.
+type Lease struct {
+	// Owner is the holder's random token (32 hex digits).
+	Owner string `json:"owner"`
+	// Until is when the lease lapses unless renewed.
+	Until time.Time `json:"until"`
+	// Inflight marks the claim of the submitting process (Submit with
+	// inflight set), as opposed to a queue worker's.
+	Inflight bool `json:"inflight,omitempty"`
+}
+
+// RequestSnapshot is what a continuation needs to send the request again.
+// The body lives in its own blob, gateway/requests/<id>.
+type RequestSnapshot struct {
+	Method         string      `json:"method"`
+	Path           string      `json:"path"`
+	RawQuery       string      `json:"query,omitempty"`
+	Header         http.Header `json:"header,omitempty"`
+	Host           string      `json:"host,omitempty"`
+	RemoteAddr     string      `json:"remoteAddr,omitempty"`
+	Proto          string      `json:"proto,omitempty"`
+	IdempotencyKey string      `json:"idempotencyKey,omitempty"`
+	ClientKey      bool        `json:"clientKey,omitempty"`
+	// BodySize is the body's length in bytes; zero means no body blob.
+	BodySize int64 `json:"bodySize,omitempty"`
+	// BodyStreamed says the body was too large to buffer: it is sent
+	// streaming from its blob, by one attempt only.
+	BodyStreamed bool `json:"bodyStreamed,omitempty"`
+}
+
+// RecordResult describes the committed result of a finished record.
+type RecordResult struct {
+	// Status is the HTTP status in the header blob.
+	Status      int       `json:"status"`
+	CompletedAt time.Time `json:"completedAt"`
+}
+
+// Record is a continuation record, stored as JSON at
+// gateway/records/<id>.json and changed only by conditional writes.
+type Record struct {
+	// V is the format version, 1.
+	V     int    `json:"v"`
+	ID    string `json:"id"`
+	State State  `json:"state"`
+	// Profile is the submitting user profile's id ("" for none); Topic its
+	// async-config.topic, for notifications.
+	Profile string `json:"profile,omitempty"`
+	Topic   string `json:"topic,omitempty"`
+	// Container holds the result blobs <Container>/<ID>/data and
+	// <Container>/<ID>/headers.json.
+	Container string `json:"container"`
+	// Arrival is when the request reached the gateway; Expiry is Arrival
+	// plus AsyncTTLSecs, also the lifetime of the result URLs.
+	Arrival time.Time       `json:"arrival"`
+	Expiry  time.Time       `json:"expiry"`
+	Request RequestSnapshot `json:"request"`
+	// Attempts is the timeline of every attempt so far, across
+	// invocations; Checkpoints counts the invocations that ran out of time
+	// and handed the request on.
+	Attempts    []Attempt `json:"attempts,omitempty"`
+	Checkpoints int       `json:"checkpoints,omitempty"`
+	// Claim is the current lease, or nil.
+	Claim *Lease `json:"claim,omitempty"`
+	// Result is set once the record is done with a result.
+	Result *RecordResult `json:"result,omitempty"`
+}
+
+// Encode returns r's wire form. It fails only for a record DecodeRecord
+// would refuse.
+func (r *Record) Encode() ([]byte, error) {
+	if err := r.validate(); err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("encode record: %w", err)
+	}
+	return b, nil
+}
+
+// DecodeRecord parses a continuation record. Unknown keys, an unknown
+// version, a malformed id or container, or missing times are errors
+// wrapping ErrBadRecord. Times come back in UTC.
+func DecodeRecord(b []byte) (*Record, error) {
+	var r Record
+	if err := decodeStrict(b, &r); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadRecord, err)
+	}
+	r.Arrival = r.Arrival.UTC()
+	r.Expiry = r.Expiry.UTC()
+	if r.Claim != nil {
+		r.Claim.Until = r.Claim.Until.UTC()
+	}
+	if r.Result != nil {
+		r.Result.CompletedAt = r.Result.CompletedAt.UTC()
+	}
+	if err := r.validate(); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+func (r *Record) validate() error {
+	bad := func(what string) error { return fmt.Errorf("%w: %s", ErrBadRecord, what) }
+	switch {
+	case r.V != recordVersion:
+		return bad(fmt.Sprintf("version %d, want %d", r.V, recordVersion))
+	case !validAsyncID(r.ID):
+		return bad("malformed id")
+	case !r.State.valid():
+		return bad(fmt.Sprintf("unknown state %.20q", r.State))
+	case !validContainer(r.Container):
+		return bad("malformed container")
+	case !storableTime(r.Arrival) || !storableTime(r.Expiry):
+		return bad("arrival and expiry must be times between years 1 and 9999")
+	case r.Checkpoints < 0 || r.Request.BodySize < 0:
+		return bad("negative count")
+	case r.Request.Method == "" || !validMethod(r.Request.Method):
+		return bad("malformed method")
+	case len(r.Request.Path) == 0 || r.Request.Path[0] != '/':
+		return bad("path must start with /")
+	}
+	if c := r.Claim; c != nil && (!validAsyncID(c.Owner) || !storableTime(c.Until)) {
+		return bad("malformed claim")
+	}
+	if res := r.Result; res != nil && (res.Status < 100 || res.Status > 999 || !storableTime(res.CompletedAt)) {
+		return bad("malformed result")
+	}
+	return nil
+}
+
+// storableTime reports whether t is set and JSON can write it.
+func storableTime(t time.Time) bool {
+	return !t.IsZero() && t.Year() >= 1 && t.Year() <= 9999
+}
+
+// validMethod reports whether m is an HTTP token (RFC 9110 §5.6.2).
+func validMethod(m string) bool {
+	if len(m) > 32 {
+		return false
+	}
+	for i := 0; i < len(m); i++ {
+		c := m[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// validAsyncID reports whether s is an id as newAsyncID makes them: 32
+// lowercase hex digits. Only validated ids are ever put into keys.
+func validAsyncID(s string) bool {
+	if len(s) != 32 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// idempotencyEntry is stored at gateway/idempotency/<hash>: the Accepted
+// answer given to the submission that first used the key.
+type idempotencyEntry struct {
+	V         int    `json:"v"`
+	ID        string `json:"id"`
+	StatusURI string `json:"statusUri"`
+	DataURI   string `json:"dataUri"`
+	HeaderURI string `json:"headerUri"`
+}
+
+// resultHeader is the header blob: the result's status and headers
+// (CONTRACT §6).
+type resultHeader struct {
+	Status      int         `json:"status"`
+	Headers     http.Header `json:"headers"`
+	ID          string      `json:"id"`
+	CompletedAt string      `json:"completedAt"`
+	Attempts    []Attempt   `json:"attempts"`
+}
+
+// notification is a lifecycle notification (CONTRACT §6), named as the
+// seed proxy names them.
+type notification struct {
+	RequestGUID string `json:"RequestGuid"`
+	Status      string `json:"Status"`
+	Timestamp   string `json:"Timestamp"`
+	TopicName   string `json:"topicName"`
+}
+
+// The notification statuses.
+const (
+	notifyQueued     = "Queued"
+	notifyProcessing = "Processing"
+	notifyProcessed  = "AsyncProcessed"
+	notifyFailed     = "Failed"
+	notifyExpired    = "Expired"
+)
