@@ -52,8 +52,10 @@ $(NODE_DIR)/.installed:
 
 ## bench: gateway vs bare httputil.ReverseProxy, deadline lateness, async hand-off.
 bench: tools
-	go test -run '^$$' -bench . -benchmem -count 6 ./tests/bench/ | tee bench/last.txt
+	go test -run '^$$' -bench . -benchmem -count 6 -timeout 30m ./tests/bench/ | tee bench/last.txt
 	benchstat bench/last.txt
+	@echo; echo "gateway vs bare httputil.ReverseProxy (and direct):"
+	benchstat -filter '/impl:(bare OR gateway OR direct)' -col /impl bench/last.txt
 
 ## fuzz: a short run of every fuzz target.
 fuzz:
