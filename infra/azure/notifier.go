@@ -1,0 +1,34 @@
+package azure
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/v2"
+
+	"fngateway/core"
+)
+
+var _ core.Notifier = (*Notifier)(nil)
+
+// Notifier implements core.Notifier on Azure Queue storage: a topic is a
+// queue of that name on the account, created on first use when missing.
+// Message text is the base64 of the body, with the service's default
+// time-to-live (7 days). A Notifier is made by Account.Notifier and is safe
+// for concurrent use.
+type Notifier struct {
+	svc *azqueue.ServiceClient
+}
+
+// Notify sends body to the queue named topic. A topic that is not a valid
+// queue name (3–63 lower-case letters, digits and single hyphens) and a
+// body longer than MaxMessageSize are refused.
+func (n *Notifier) Notify(ctx context.Context, topic string, body []byte) error {
+	if err := checkName("queue", topic); err != nil {
+		return fmt.Errorf("notify: %w", err)
+	}
+	if err := newQueueClient(n.svc, topic).enqueue(ctx, body, nil); err != nil {
+		return fmt.Errorf("notify: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,217 @@
+package azure_test
+
+import (
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/v2"
+
+	"fngateway/core"
+	"fngateway/infra/azure"
+	"fngateway/internal/emulators"
+)
+
+// rawQueue is a plain SDK client on the named queue, to look at what
+// travels on the wire.
+func rawQueue(tb testing.TB, az *emulators.Azurite, name string) *azqueue.QueueClient {
+	tb.Helper()
+	q, err := azqueue.NewQueueClientFromConnectionString(az.ConnectionString(), name, nil)
+	if err != nil {
+		tb.Fatalf("azqueue client: %v", err)
+	}
+	return q
+}
+
+// receiveOne polls q until it returns a message.
+func receiveOne(tb testing.TB, q *azure.Queue, visibility, timeout time.Duration) core.Message {
+	tb.Helper()
+	ctx := testContext(tb)
+	var got core.Message
+	eventually(tb, timeout, "receive a message", func() bool {
+		msgs, err := q.Receive(ctx, 1, visibility)
+		if err != nil {
+			tb.Fatalf("Receive: %v", err)
+		}
+		if len(msgs) > 1 {
+			tb.Fatalf("Receive(1) returned %d messages", len(msgs))
+		}
+		if len(msgs) == 1 {
+			got = msgs[0]
+			return true
+		}
+		return false
+	})
+	return got
+}
+
+// TestQueue runs the Queue and the Notifier against one Azurite; subtests
+// use their own queues and run in parallel.
+func TestQueue(t *testing.T) {
+	t.Parallel()
+	az := emulators.StartAzurite(t)
+	acct := newAccount(t, az)
+	newQueue := func(t *testing.T) (*azure.Queue, string) {
+		t.Helper()
+		name := uniqueName("q")
+		q, err := acct.Queue(name)
+		if err != nil {
+			t.Fatalf("Queue(%q): %v", name, err)
+		}
+		return q, name
+	}
+
+	t.Run("EnqueueReceiveComplete", func(t *testing.T) {
+		t.Parallel()
+		ctx := testContext(t)
+		q, name := newQueue(t)
+		if msgs, err := q.Receive(ctx, 5, time.Second); err != nil || msgs == nil || len(msgs) != 0 {
+			t.Fatalf("Receive on a missing queue = %v, %v; want an empty slice", msgs, err)
+		}
+		body := []byte(`{"id":"r1","step":2}` + "\x00\xff")
+		if err := q.Enqueue(ctx, body, 0); err != nil {
+			t.Fatalf("Enqueue: %v", err)
+		}
+		// On the wire the text is base64, as the queue trigger expects.
+		peek, err := rawQueue(t, az, name).PeekMessage(ctx, nil)
+		if err != nil || len(peek.Messages) != 1 {
+			t.Fatalf("PeekMessage = %v, %v; want one message", peek.Messages, err)
+		}
+		if got, want := *peek.Messages[0].MessageText, base64.StdEncoding.EncodeToString(body); got != want {
+			t.Fatalf("message text %q, want base64 %q", got, want)
+		}
+		// Time-to-live -1: the message never expires (the default is 7 days).
+		if exp := peek.Messages[0].ExpirationTime; exp == nil || exp.Before(time.Now().AddDate(1, 0, 0)) {
+			t.Fatalf("message expires at %v, want never", exp)
+		}
+		m := receiveOne(t, q, 30*time.Second, 5*time.Second)
+		if !bytes.Equal(m.Body, body) || m.DequeueCount != 1 || m.ID == "" || m.Receipt == "" {
+			t.Fatalf("received %+v; want body %q, DequeueCount 1, ID and Receipt set", m, body)
+		}
+		if err := q.Complete(ctx, m); err != nil {
+			t.Fatalf("Complete: %v", err)
+		}
+		if msgs, err := q.Receive(ctx, 32, time.Second); err != nil || len(msgs) != 0 {
+			t.Fatalf("Receive after Complete = %v, %v; want none", msgs, err)
+		}
+		if err := q.Complete(ctx, m); !errors.Is(err, core.ErrNotFound) {
+			t.Fatalf("Complete again: error = %v, want ErrNotFound", err)
+		}
+	})
+
+	t.Run("Redelivery", func(t *testing.T) {
+		t.Parallel()
+		ctx := testContext(t)
+		q, _ := newQueue(t)
+		if err := q.Enqueue(ctx, []byte("again"), 0); err != nil {
+			t.Fatalf("Enqueue: %v", err)
+		}
+		first := receiveOne(t, q, time.Second, 5*time.Second)
+		second := receiveOne(t, q, time.Second, 10*time.Second)
+		if second.ID != first.ID || second.DequeueCount != 2 || string(second.Body) != "again" {
+			t.Fatalf("redelivered %+v; want ID %s, DequeueCount 2, body %q", second, first.ID, "again")
+		}
+		if err := q.Complete(ctx, first); !errors.Is(err, core.ErrNotFound) {
+			t.Fatalf("Complete with the stale receipt: error = %v, want ErrNotFound", err)
+		}
+		if err := q.Complete(ctx, second); err != nil {
+			t.Fatalf("Complete: %v", err)
+		}
+	})
+
+	t.Run("Delay", func(t *testing.T) {
+		t.Parallel()
+		ctx := testContext(t)
+		q, _ := newQueue(t)
+		start := time.Now()
+		if err := q.Enqueue(ctx, []byte("later"), 1500*time.Millisecond); err != nil {
+			t.Fatalf("Enqueue: %v", err)
+		}
+		m := receiveOne(t, q, 30*time.Second, 10*time.Second)
+		// Azure counts whole seconds: 1.5 s rounds up to 2 s.
+		if waited := time.Since(start); waited < 1500*time.Millisecond {
+			t.Fatalf("delayed message received after %v, want at least 1.5s", waited)
+		}
+		if string(m.Body) != "later" {
+			t.Fatalf("body %q, want %q", m.Body, "later")
+		}
+	})
+
+	t.Run("BatchWithUndecodable", func(t *testing.T) {
+		t.Parallel()
+		ctx := testContext(t)
+		q, name := newQueue(t)
+		if err := q.Enqueue(ctx, []byte("good"), 0); err != nil {
+			t.Fatalf("Enqueue: %v", err)
+		}
+		if _, err := rawQueue(t, az, name).EnqueueMessage(ctx, "not base64!", nil); err != nil {
+			t.Fatalf("raw enqueue: %v", err)
+		}
+		var bodies []string
+		eventually(t, 5*time.Second, "receive both messages", func() bool {
+			msgs, err := q.Receive(ctx, 32, 30*time.Second)
+			if err != nil {
+				t.Fatalf("Receive: %v", err)
+			}
+			for _, m := range msgs {
+				bodies = append(bodies, string(m.Body))
+			}
+			return len(bodies) == 2
+		})
+		if got := strings.Join(bodies, "|"); got != "good|not base64!" && got != "not base64!|good" {
+			t.Fatalf("bodies %q; want the decoded one and the raw text", bodies)
+		}
+	})
+
+	t.Run("MessageSize", func(t *testing.T) {
+		t.Parallel()
+		ctx := testContext(t)
+		q, _ := newQueue(t)
+		if err := q.Enqueue(ctx, bytes.Repeat([]byte{0xab}, azure.MaxMessageSize), 0); err != nil {
+			t.Fatalf("Enqueue of MaxMessageSize bytes: %v", err)
+		}
+		m := receiveOne(t, q, 30*time.Second, 5*time.Second)
+		if len(m.Body) != azure.MaxMessageSize {
+			t.Fatalf("received %d bytes, want %d", len(m.Body), azure.MaxMessageSize)
+		}
+		if err := q.Enqueue(ctx, make([]byte, azure.MaxMessageSize+1), 0); err == nil {
+			t.Fatal("Enqueue of MaxMessageSize+1 bytes: no error")
+		}
+	})
+
+	t.Run("InvalidQueueName", func(t *testing.T) {
+		t.Parallel()
+		for _, name := range []string{"", "ab", "Upper", "a_b", "-ab", "ab-", "a--b", strings.Repeat("a", 64)} {
+			if _, err := acct.Queue(name); err == nil || !strings.Contains(err.Error(), `"`+name+`"`) {
+				t.Errorf("Queue(%q) error = %v, want one naming it", name, err)
+			}
+		}
+	})
+
+	t.Run("Notify", func(t *testing.T) {
+		t.Parallel()
+		ctx := testContext(t)
+		n := acct.Notifier()
+		topic := uniqueName("topic")
+		body := []byte(`{"RequestGuid":"abc","Status":"Queued","Timestamp":"2026-01-01T00:00:00Z","topicName":"` + topic + `"}`)
+		if err := n.Notify(ctx, topic, body); err != nil {
+			t.Fatalf("Notify: %v", err)
+		}
+		peek, err := rawQueue(t, az, topic).PeekMessage(ctx, nil)
+		if err != nil || len(peek.Messages) != 1 {
+			t.Fatalf("PeekMessage = %v, %v; want one message", peek.Messages, err)
+		}
+		got, err := base64.StdEncoding.DecodeString(*peek.Messages[0].MessageText)
+		if err != nil || !bytes.Equal(got, body) {
+			t.Fatalf("topic message %q (base64 error %v), want base64 of %q", *peek.Messages[0].MessageText, err, body)
+		}
+		for _, bad := range []string{"Bad_Topic", "x", "a--b"} {
+			if err := n.Notify(ctx, bad, body); err == nil || !strings.Contains(err.Error(), bad) {
+				t.Errorf("Notify(%q) error = %v, want one naming the topic", bad, err)
+			}
+		}
+	})
+}
