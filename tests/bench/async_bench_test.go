@@ -12,7 +12,9 @@ import (
 
 	"fngateway/adapters/httpapi"
 	"fngateway/core"
+	"fngateway/infra/azure"
 	"fngateway/infra/filestore"
+	"fngateway/internal/emulators"
 )
 
 // asyncGateway serves the gateway handler with async on, over the given
@@ -100,4 +102,16 @@ func BenchmarkAsyncHandoff(b *testing.B) {
 	b.Run("store=azurite", benchAzuriteHandoff)
 }
 
-func benchAzuriteHandoff(b *testing.B) { b.Skip("wired with infra/azure") }
+// benchAzuriteHandoff: Azure Blob + Queue, on Azurite started here.
+func benchAzuriteHandoff(b *testing.B) {
+	az := emulators.StartAzurite(b)
+	acct, err := azure.NewAccount(azure.Config{ConnectionString: az.ConnectionString()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	q, err := acct.Queue("bench-continuations")
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchHandoff(b, acct.Store(), q)
+}
