@@ -226,6 +226,7 @@ func TestStatusTable(t *testing.T) {
 	defer backend.Close()
 	gw := StartGateway(t, map[string]string{"Hosts": backend.URL + "," + backend.URL, "RetryBackoffMs": "1"})
 	dead := StartGateway(t, map[string]string{"Hosts": deadAddr(t)})
+	limited := StartGateway(t, map[string]string{"Hosts": backend.URL, "FunctionTimeoutSecs": "2", "FunctionLimitMarginMs": "500"})
 
 	tests := []struct {
 		name     string
@@ -247,6 +248,7 @@ func TestStatusTable(t *testing.T) {
 		{"attempts exhausted by Timeout", gw.URL, "/hang2", map[string]string{"S7PTimeout": "200"}, 504, "AttemptTimeout", "2"},
 		{"last answered 503: passed through", gw.URL, "/busy", nil, 503, "", "2"},
 		{"connection level: 502", dead.URL, "/any", nil, 502, "BackendUnavailable", "1"},
+		{"execution limit near: 504 FunctionLimit", limited.URL, "/hang3", map[string]string{"S7PTTL": "10"}, 504, "FunctionLimit", "1"},
 		{"success, absolute TTL", gw.URL, "/ok", map[string]string{"S7PTTL": fmt.Sprintf("+%d", time.Now().Unix()+60)}, 200, "", "1"},
 		{"S7PTTL absolute beyond ten years", gw.URL, "/ok", map[string]string{"S7PTTL": "+99999999999"}, 400, "InvalidTTL", "0"},
 	}

@@ -6,6 +6,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -60,6 +61,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) serveOwn(w http.ResponseWriter, r *http.Request, rest string) {
+	w.Header().Set("X-Attempts", "0") // no backend was tried
 	switch {
 	case rest == "health":
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -166,7 +168,7 @@ func (h *Handler) prepare(r *http.Request, route *core.Route, arrival time.Time)
 			return nil, &core.Error{Reason: core.ReasonClientGone, Message: "reading the request body: " + err.Error()}
 		}
 		if int64(len(buf)) > limit {
-			req.BodyStream = io.MultiReader(strings.NewReader(string(buf)), r.Body)
+			req.BodyStream = io.MultiReader(bytes.NewReader(buf), r.Body)
 		} else {
 			req.Body = buf
 		}
