@@ -100,12 +100,13 @@ func (h *Handler) proxyAsync(w http.ResponseWriter, r *http.Request, req *core.R
 	if err != nil {
 		cancel()
 		<-done
-		ge := &core.Error{Reason: core.ReasonAsyncUnavailable, Message: "the async hand-off could not be made durable: " + err.Error()}
-		h.Stats.CountEnd(core.ReasonAsyncUnavailable)
+		var ge *core.Error
+		if !errors.As(err, &ge) || ge.Reason != core.ReasonAsyncUnavailable {
+			ge = &core.Error{Reason: core.ReasonAsyncUnavailable, Message: "the async hand-off could not be made durable", Err: err}
+		}
 		h.fail(w, ge, lg)
 		return
 	}
-	h.Stats.AsyncAccepted.Add(1)
 	lg.async = acc.ID
 	h.accepted(w, r, acc, lg)
 	if claim == nil {

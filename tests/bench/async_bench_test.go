@@ -1,8 +1,6 @@
 package bench
 
 import (
-	"context"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -21,16 +19,10 @@ import (
 // store, in front of target; every request of profile "b" may go async.
 func asyncGateway(tb testing.TB, target string, store core.Store, queue core.Queue, trigger time.Duration) *httptest.Server {
 	tb.Helper()
-	s := &core.Settings{
-		DefaultTTLSecs: core.Seconds(300 * time.Second), Timeout: core.Millis(1200 * time.Second),
-		RetryBackoffMs: core.Millis(25 * time.Millisecond), MaxRetryBodyBytes: 10 << 20,
-		FunctionLimitMarginMs: core.Millis(time.Second), AsyncTriggerTimeout: core.Millis(trigger),
-		AsyncTimeout: core.Millis(1800 * time.Second), AsyncTTLSecs: core.Seconds(3600 * time.Second),
-		AsyncModeEnabled: true, AsyncStore: "file:unused",
-	}
-	if err := s.Hosts.Decode(target); err != nil {
-		tb.Fatal(err)
-	}
+	s := benchSettings(tb, target)
+	s.AsyncModeEnabled = true
+	s.AsyncTriggerTimeout = core.Millis(trigger)
+	s.AsyncTTLSecs = core.Seconds(time.Hour)
 	if err := s.UserProfiles.Decode(`[{"userId":"b","async-config":{"enabled":true}}]`); err != nil {
 		tb.Fatal(err)
 	}
@@ -59,28 +51,7 @@ func benchHandoff(b *testing.B, store core.Store, queue core.Queue) {
 	b.Cleanup(func() { close(release) })
 	const trigger = 5 * time.Millisecond
 	gw := asyncGateway(b, be.URL, store, queue, trigger)
-	c := client()
-	var total, worst time.Duration
-	for b.Loop() {
-		req, _ := http.NewRequestWithContext(context.Background(), "POST", gw.URL+"/job", nil)
-		req.Header.Set("S7PAsyncMode", "true")
-		req.Header.Set("X-UserProfile", "b")
-		start := time.Now()
-		resp, err := c.Do(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 202 {
-			b.Fatalf("status %d; want 202", resp.StatusCode)
-		}
-		d := time.Since(start) - trigger
-		total += d
-		worst = max(worst, d)
-	}
-	b.ReportMetric(float64(total.Microseconds())/float64(b.N)/1000, "handoff-ms/op")
-	b.ReportMetric(float64(worst.Microseconds())/1000, "worst-handoff-ms")
+	measureLate(b, "POST", gw.URL+"/job", map[string]string{"S7PAsyncMode": "true", "X-UserProfile": "b"}, 202, trigger, "handoff")
 }
 
 // BenchmarkAsyncHandoff/store=file: the embedded store.
