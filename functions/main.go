@@ -10,6 +10,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -74,12 +75,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "functions: %v\n", err)
 		return 2
 	}
-	gw, closeGW, err := newGateway(ctx, s, limit, logger)
+	gw, err := newGateway(ctx, s, limit, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "functions: %v\n", err)
+		if se := (*core.SettingError)(nil); errors.As(err, &se) {
+			return 2
+		}
 		return 1
 	}
-	defer closeGW()
 	srv := &local.Server{Addr: s.ListenAddr, Handler: gw.handler, Limit: limit, Logger: logger,
 		Ready: func(a net.Addr) {
 			if demoBackends != nil {
@@ -102,7 +105,7 @@ type gateway struct {
 }
 
 // newGateway connects the store, queue and core to the HTTP handler.
-func newGateway(ctx context.Context, s *core.Settings, limit time.Duration, logger *slog.Logger) (*gateway, func(), error) {
+func newGateway(ctx context.Context, s *core.Settings, limit time.Duration, logger *slog.Logger) (*gateway, error) {
 	stats := &core.Stats{}
 	fwd := &core.Forwarder{
 		Transport:   newTransport(),
@@ -111,12 +114,11 @@ func newGateway(ctx context.Context, s *core.Settings, limit time.Duration, logg
 	}
 	h := &httpapi.Handler{Settings: s, Forwarder: fwd, Stats: stats, Logger: logger}
 	gw := &gateway{handler: h, runWorkers: func(context.Context) {}}
-	closeFn := func() {}
 	if err := wireAsync(ctx, s, h, gw, limit, logger); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	h.Init()
-	return gw, closeFn, nil
+	return gw, nil
 }
 
 // newTransport is the upstream transport: pooled keep-alive connections,
