@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"reflect"
 	"strconv"
 	"strings"
@@ -44,14 +43,7 @@ func newAsyncEnv(tb testing.TB, fn backendFunc, hosts ...string) *asyncEnv {
 	if len(hosts) == 0 {
 		hosts = []string{"backend.test"}
 	}
-	var hl HostList
-	for _, h := range hosts {
-		u, err := url.Parse("http://" + h)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		hl = append(hl, u)
-	}
+	hl := mustHosts(tb, hosts...)
 	e := &asyncEnv{
 		store:   newFakeStore(),
 		queue:   &fakeQueue{},

@@ -134,19 +134,27 @@ type errorBody struct {
 	} `json:"error"`
 }
 
-// JSON returns e as the contract's error document:
-// {"error":{"code","message","attempts":[…]}}.
-func (e *Error) JSON() []byte {
+// ErrorJSON returns the contract's error document,
+// {"error":{"code","message","attempts":[…]}}, for any gateway-made error:
+// those of the attempt loop (see Error.JSON) and those of the gateway's own
+// endpoints. A nil attempts is written as [].
+func ErrorJSON(code, message string, attempts []Attempt) []byte {
 	var b errorBody
-	b.Error.Code = e.Reason.Code()
-	b.Error.Message = e.Message
-	if b.Error.Message == "" && e.Err != nil {
-		b.Error.Message = e.Err.Error()
-	}
-	b.Error.Attempts = e.Attempts
+	b.Error.Code = code
+	b.Error.Message = message
+	b.Error.Attempts = attempts
 	if b.Error.Attempts == nil {
 		b.Error.Attempts = []Attempt{}
 	}
 	out, _ := json.Marshal(&b)
 	return out
+}
+
+// JSON returns e as the contract's error document.
+func (e *Error) JSON() []byte {
+	msg := e.Message
+	if msg == "" && e.Err != nil {
+		msg = e.Err.Error()
+	}
+	return ErrorJSON(e.Reason.Code(), msg, e.Attempts)
 }

@@ -101,20 +101,16 @@ func (f *Forwarder) Forward(ctx context.Context, req *Request) (*Result, error) 
 		maxAttempts = 1
 	}
 	var attempts []Attempt
-	var last *attemptResult
 	for n := 1; ; n++ {
 		now := time.Now()
 		end, endCause := b.End()
 		if !now.Before(end) {
 			streamCancel()
-			last.close()
 			return nil, f.expired(endCause, attempts)
 		}
 		host := route.Hosts[(n-1)%len(route.Hosts)]
 		ar := f.attempt(streamCtx, rt, req, host, now)
 		attempts = append(attempts, ar.record)
-		last.close()
-		last = ar
 		if ar.clientGone {
 			streamCancel()
 			ar.close()
@@ -125,12 +121,7 @@ func (f *Forwarder) Forward(ctx context.Context, req *Request) (*Result, error) 
 		}
 		// The attempt failed: try again if the rules and the budget allow.
 		wait, ok := f.nextWait(req, ar, n, maxAttempts)
-		if ok {
-			if d := time.Until(end); wait >= d {
-				ok = false
-			}
-		}
-		if !ok {
+		if !ok || wait >= time.Until(end) { // no wait that outlasts the budget
 			if ar.resp != nil {
 				return f.deliver(ar, attempts, route, streamCancel), nil
 			}
@@ -138,7 +129,6 @@ func (f *Forwarder) Forward(ctx context.Context, req *Request) (*Result, error) 
 			return nil, f.failure(ar, attempts)
 		}
 		ar.close()
-		last = nil
 		if f.Stats != nil {
 			f.Stats.Retries.Add(1)
 		}
@@ -437,7 +427,7 @@ var hopHeaders = []string{
 func RemoveHopHeaders(h http.Header) {
 	for _, f := range h["Connection"] {
 		for sf := range strings.SplitSeq(f, ",") {
-			if sf = textproto(sf); sf != "" {
+			if sf = http.CanonicalHeaderKey(strings.TrimSpace(sf)); sf != "" {
 				h.Del(sf)
 			}
 		}
@@ -446,8 +436,6 @@ func RemoveHopHeaders(h http.Header) {
 		h.Del(k)
 	}
 }
-
-func textproto(s string) string { return http.CanonicalHeaderKey(strings.TrimSpace(s)) }
 
 // buildOutgoing makes one attempt's request to host.
 func buildOutgoing(ctx context.Context, req *Request, host *url.URL, window time.Duration) *http.Request {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -214,8 +215,9 @@ func TestAsyncEmbedded(t *testing.T) {
 		// The data URL's signature on the header blob's path.
 		hu, _ := url.Parse(acc.HeaderBlobURI)
 		hu.RawQuery = u.Query().Encode()
-		q.Set("sig", sig)
-		hu.RawQuery = q.Encode()
+		hq := hu.Query()
+		hq.Set("sig", sig)
+		hu.RawQuery = hq.Encode()
 		if resp, _, _ := Do(t, "GET", hu.String(), nil, ""); resp.StatusCode != 403 {
 			t.Errorf("a signature used for another blob: %d; want 403", resp.StatusCode)
 		}
@@ -223,8 +225,8 @@ func TestAsyncEmbedded(t *testing.T) {
 		if resp, _, _ := Do(t, "PUT", acc.DataBlobURI, nil, "overwrite"); resp.StatusCode != 405 && resp.StatusCode != 403 {
 			t.Errorf("PUT on a read URL: %d; want 403 or 405", resp.StatusCode)
 		}
-		// An expired URL: move its expiry into the past (the signature no
-		// longer matches either way) and to the far future.
+		// The expiry is signed: moving it, into the past or further away,
+		// invalidates the URL.
 		for _, se := range []string{"1", "99999999999"} {
 			q := u.Query()
 			q.Set("sig", sig)
@@ -256,12 +258,16 @@ func TestAsyncEmbedded(t *testing.T) {
 		var got []string
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
-			var n struct{ RequestGuid, Status, Timestamp, TopicName string }
+			// Decoded into a map: the field names must match exactly.
+			var n map[string]string
 			if err := json.Unmarshal(sc.Bytes(), &n); err != nil {
 				t.Fatalf("notification %q: %v", sc.Text(), err)
 			}
-			if n.RequestGuid == acc.ID {
-				got = append(got, n.Status)
+			if len(n) != 4 || n["Timestamp"] == "" || n["topicName"] != "u1-status" {
+				t.Errorf("notification %q: want exactly RequestGuid, Status, Timestamp, topicName", sc.Text())
+			}
+			if n["RequestGuid"] == acc.ID {
+				got = append(got, n["Status"])
 			}
 		}
 		if len(got) == 0 || got[0] != "Queued" || got[len(got)-1] != "AsyncProcessed" {
@@ -289,6 +295,37 @@ func TestAsyncHandoffLatency(t *testing.T) {
 		t.Errorf("median 202 after %v (all %v); want within 40 ms after the %v trigger", med, tooks, trigger)
 	}
 	t.Logf("202 after %v (trigger %v)", tooks, trigger)
+}
+
+// TestAsyncURLExpires: result URLs live as long as the request
+// (AsyncTTLSecs from arrival); after that the gateway refuses them.
+func TestAsyncURLExpires(t *testing.T) {
+	be := newSlowBackend(t, 500*time.Millisecond)
+	env := asyncEnv(be.URL, t.TempDir())
+	env["AsyncTTLSecs"] = "2"
+	gw := StartGateway(t, env)
+	_, acc, _ := submitAsync(t, gw.URL, "/short", nil)
+	waitDone(t, acc.StatusURI, 5*time.Second)
+	resp, data, _ := Do(t, "GET", acc.DataBlobURI, nil, "")
+	if resp.StatusCode != 200 || string(data) != "report for /short: payload-123" {
+		t.Fatalf("data URL before expiry = %d %q", resp.StatusCode, data)
+	}
+	u, _ := url.Parse(acc.DataBlobURI)
+	se, err := strconv.ParseInt(u.Query().Get("se"), 10, 64)
+	if err != nil {
+		t.Fatalf("data URL %q has no expiry: %v", acc.DataBlobURI, err)
+	}
+	if d := time.Until(time.Unix(se, 0)); d > 3*time.Second {
+		t.Fatalf("data URL expires in %v; want within AsyncTTLSecs=2 of arrival", d)
+	}
+	time.Sleep(time.Until(time.Unix(se, 0)) + 50*time.Millisecond) // until the URL's own expiry
+	resp, body, _ := Do(t, "GET", acc.DataBlobURI, nil, "")
+	if resp.StatusCode != 403 {
+		t.Fatalf("data URL after expiry = %d %s; want 403", resp.StatusCode, body)
+	}
+	if d := decodeError(t, resp, body); d.Error.Code != "URLExpired" {
+		t.Errorf("code = %q; want URLExpired", d.Error.Code)
+	}
 }
 
 // TestAsyncAnswersInLine: an async-eligible request answered before the

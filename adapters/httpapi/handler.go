@@ -120,18 +120,18 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) prepare(r *http.Request, route *core.Route, arrival time.Time) (*core.Request, *core.Error) {
 	s := h.Settings
 	ttl := arrival.Add(route.TTL)
-	if v, ok := r.Header["S7pttl"]; ok {
-		t, err := core.ParseTTL(strings.Join(v, ","), arrival)
+	if v, ok := header(r, "S7pttl"); ok {
+		t, err := core.ParseTTL(v, arrival)
 		if err != nil {
-			return nil, &core.Error{Reason: core.ReasonInvalidTTL, Message: "header S7PTTL " + strconv.Quote(trim(strings.Join(v, ","))) + ": " + err.Error()}
+			return nil, &core.Error{Reason: core.ReasonInvalidTTL, Message: "header S7PTTL " + strconv.Quote(trim(v)) + ": " + err.Error()}
 		}
 		ttl = t
 	}
 	timeout := route.Timeout
-	if v, ok := r.Header["S7ptimeout"]; ok {
-		d, err := core.ParseTimeout(strings.Join(v, ","))
+	if v, ok := header(r, "S7ptimeout"); ok {
+		d, err := core.ParseTimeout(v)
 		if err != nil {
-			return nil, &core.Error{Reason: core.ReasonInvalidTimeout, Message: "header S7PTimeout " + strconv.Quote(trim(strings.Join(v, ","))) + ": " + err.Error()}
+			return nil, &core.Error{Reason: core.ReasonInvalidTimeout, Message: "header S7PTimeout " + strconv.Quote(trim(v)) + ": " + err.Error()}
 		}
 		timeout = d
 	}
@@ -174,6 +174,13 @@ func (h *Handler) prepare(r *http.Request, route *core.Route, arrival time.Time)
 		}
 	}
 	return req, nil
+}
+
+// header returns the values of the canonical header key joined by commas,
+// and whether the request carried it at all (present but empty counts).
+func header(r *http.Request, key string) (string, bool) {
+	v, ok := r.Header[key]
+	return strings.Join(v, ","), ok
 }
 
 func trim(s string) string {
@@ -284,18 +291,12 @@ func firedOf(e *core.Error) string {
 }
 
 func writeError(w http.ResponseWriter, status int, code, msg string, attempts int) {
-	type errDoc struct {
-		Code     string `json:"code"`
-		Message  string `json:"message"`
-		Attempts []any  `json:"attempts"`
-	}
-	body, _ := json.Marshal(map[string]errDoc{"error": {Code: code, Message: msg, Attempts: []any{}}})
 	hdr := w.Header()
 	hdr.Set("Content-Type", "application/json")
 	hdr.Set("X-Gateway-Error", code)
 	hdr.Set("X-Attempts", strconv.Itoa(attempts))
 	w.WriteHeader(status)
-	w.Write(body)
+	w.Write(core.ErrorJSON(code, msg, nil))
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

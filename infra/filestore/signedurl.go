@@ -5,7 +5,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -162,12 +161,7 @@ func (s *Store) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // writeError writes d as the contract's error document.
 func writeError(w http.ResponseWriter, d *denial) {
-	type doc struct {
-		Code     string `json:"code"`
-		Message  string `json:"message"`
-		Attempts []any  `json:"attempts"`
-	}
-	body, _ := json.Marshal(map[string]doc{"error": {Code: d.code, Message: d.message, Attempts: []any{}}})
+	body := core.ErrorJSON(d.code, d.message, nil)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Gateway-Error", d.code)
