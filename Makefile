@@ -9,8 +9,9 @@ STATICCHECK_VERSION := v0.8.2
 BENCHSTAT_VERSION := v0.0.0-20260908200009-22c9c6c9d4da
 NODE_VERSION := 22.23.5
 AZURITE_VERSION := 3.37.0
+TFLINT_VERSION := v0.64.0
 
-.PHONY: all build test check vet fmt lint unit tools bench fuzz demo clean
+.PHONY: all build test check vet fmt lint tflint unit tools bench fuzz demo clean
 
 all: build
 
@@ -24,7 +25,7 @@ demo:
 test: tools check
 	go test -race -count=1 -timeout 12m ./...
 
-check: fmt vet lint
+check: fmt vet lint tflint
 
 fmt:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -35,13 +36,25 @@ vet:
 lint: $(TOOLS)/bin/staticcheck
 	staticcheck ./...
 
-tools: $(TOOLS)/bin/staticcheck $(TOOLS)/bin/benchstat $(NODE_DIR)/.installed
+# tflint: the Terraform modules and examples, offline (the bundled terraform
+# ruleset, .tflint.hcl at the root); notices fail too.
+TF_DIRS := terraform/azure terraform/aws terraform/examples/azure terraform/examples/aws
+tflint: $(TOOLS)/bin/tflint
+	@for d in $(TF_DIRS); do \
+		echo "tflint $$d"; \
+		tflint --config=$(CURDIR)/.tflint.hcl --chdir=$$d --minimum-failure-severity=notice || exit 1; \
+	done
+
+tools: $(TOOLS)/bin/staticcheck $(TOOLS)/bin/benchstat $(TOOLS)/bin/tflint $(NODE_DIR)/.installed
 
 $(TOOLS)/bin/staticcheck:
 	go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 $(TOOLS)/bin/benchstat:
 	go install golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION)
+
+$(TOOLS)/bin/tflint:
+	go install github.com/terraform-linters/tflint@$(TFLINT_VERSION)
 
 # Node 22 (Azurite needs it) comes from the npm package that ships the runtime.
 $(NODE_DIR)/.installed:

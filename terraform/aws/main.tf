@@ -1,0 +1,241 @@
+# The gateway as an AWS Lambda function (provided.al2023, bootstrap) behind a
+# Function URL, with async results in S3 and continuations on SQS.
+
+data "aws_partition" "current" {}
+data "aws_region" "current" {}
+data "aws_caller_identity" "current" {}
+
+locals {
+  # AWS advises a visibility timeout of at least 6 times the timeout of the
+  # function the queue feeds.
+  queue_visibility_timeout_secs = coalesce(var.queue_visibility_timeout_secs, 6 * var.lambda_timeout)
+
+  # Stored async data is deleted once its request has expired: whole days,
+  # rounded up, at least one.
+  result_retention_days = max(1, ceil(var.async_ttl_secs / 86400))
+
+  # The execution limit: the function's timeout (a Function URL adds no cap).
+  limit_ms = var.lambda_timeout * 1000
+
+  log_group_name = "/aws/lambda/${var.name}"
+
+  # Written by the module from its own resources.
+  host_settings = {
+    AsyncStore = "s3://${aws_s3_bucket.results.bucket}"
+    AsyncQueue = aws_sqs_queue.continuations.url
+  }
+}
+
+# --- async results --------------------------------------------------------
+
+resource "aws_s3_bucket" "results" {
+  bucket        = var.bucket_name
+  bucket_prefix = var.bucket_name == null ? "${lower(substr(replace(var.name, "_", "-"), 0, 30))}-results-" : null
+  tags          = var.tags
+}
+
+resource "aws_s3_bucket_public_access_block" "results" {
+  bucket                  = aws_s3_bucket.results.id
+  block_public_acls       = true
+  block_public_policy     = true
+  ignore_public_acls      = true
+  restrict_public_buckets = true
+}
+
+resource "aws_s3_bucket_ownership_controls" "results" {
+  bucket = aws_s3_bucket.results.id
+  rule {
+    object_ownership = "BucketOwnerEnforced"
+  }
+}
+
+resource "aws_s3_bucket_server_side_encryption_configuration" "results" {
+  bucket = aws_s3_bucket.results.id
+  rule {
+    apply_server_side_encryption_by_default {
+      sse_algorithm = "AES256"
+    }
+  }
+}
+
+resource "aws_s3_bucket_lifecycle_configuration" "results" {
+  bucket = aws_s3_bucket.results.id
+
+  rule {
+    id     = "expire-async-results"
+    status = "Enabled"
+
+    filter {}
+
+    expiration {
+      days = local.result_retention_days
+    }
+
+    abort_incomplete_multipart_upload {
+      days_after_initiation = 1
+    }
+  }
+}
+
+# --- continuations ----------------------------------------------------------
+
+resource "aws_sqs_queue" "dead_letters" {
+  name                      = "${var.name}-continuations-dlq"
+  message_retention_seconds = 1209600
+  sqs_managed_sse_enabled   = true
+  tags                      = var.tags
+}
+
+resource "aws_sqs_queue" "continuations" {
+  name                       = "${var.name}-continuations"
+  visibility_timeout_seconds = local.queue_visibility_timeout_secs
+  message_retention_seconds  = max(345600, min(1209600, ceil(var.async_ttl_secs)))
+  sqs_managed_sse_enabled    = true
+  redrive_policy = jsonencode({
+    deadLetterTargetArn = aws_sqs_queue.dead_letters.arn
+    maxReceiveCount     = var.max_receive_count
+  })
+  tags = var.tags
+}
+
+resource "aws_sqs_queue_redrive_allow_policy" "dead_letters" {
+  queue_url = aws_sqs_queue.dead_letters.id
+  redrive_allow_policy = jsonencode({
+    redrivePermission = "byQueue"
+    sourceQueueArns   = [aws_sqs_queue.continuations.arn]
+  })
+}
+
+resource "aws_lambda_event_source_mapping" "continuations" {
+  event_source_arn        = aws_sqs_queue.continuations.arn
+  function_name           = aws_lambda_function.gateway.arn
+  batch_size              = var.batch_size
+  function_response_types = ["ReportBatchItemFailures"]
+}
+
+# --- the function -----------------------------------------------------------
+
+resource "aws_cloudwatch_log_group" "gateway" {
+  name              = local.log_group_name
+  retention_in_days = var.log_retention_days
+  tags              = var.tags
+}
+
+data "aws_iam_policy_document" "assume" {
+  statement {
+    actions = ["sts:AssumeRole"]
+    principals {
+      type        = "Service"
+      identifiers = ["lambda.amazonaws.com"]
+    }
+  }
+}
+
+# Least privilege: named actions only, each on this module's resources.
+data "aws_iam_policy_document" "gateway" {
+  statement {
+    sid       = "Logs"
+    actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+    resources = ["${aws_cloudwatch_log_group.gateway.arn}:*"]
+  }
+
+  statement {
+    sid       = "ResultObjects"
+    actions   = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"]
+    resources = ["${aws_s3_bucket.results.arn}/*"]
+  }
+
+  # ListBucket lets a missing object answer 404 rather than 403.
+  statement {
+    sid       = "ResultBucket"
+    actions   = ["s3:ListBucket"]
+    resources = [aws_s3_bucket.results.arn]
+  }
+
+  statement {
+    sid = "Continuations"
+    actions = [
+      "sqs:SendMessage",
+      "sqs:ReceiveMessage",
+      "sqs:DeleteMessage",
+      "sqs:GetQueueAttributes",
+      "sqs:ChangeMessageVisibility",
+    ]
+    resources = [aws_sqs_queue.continuations.arn]
+  }
+
+  dynamic "statement" {
+    for_each = var.notification_queue_prefix == null ? [] : [var.notification_queue_prefix]
+    content {
+      sid       = "Notifications"
+      actions   = ["sqs:GetQueueUrl", "sqs:CreateQueue", "sqs:SendMessage"]
+      resources = ["arn:${data.aws_partition.current.partition}:sqs:${data.aws_region.current.region}:${data.aws_caller_identity.current.account_id}:${statement.value}*"]
+    }
+  }
+}
+
+resource "aws_iam_role" "gateway" {
+  name               = "${var.name}-gateway"
+  assume_role_policy = data.aws_iam_policy_document.assume.json
+  tags               = var.tags
+}
+
+resource "aws_iam_role_policy" "gateway" {
+  name   = "gateway"
+  role   = aws_iam_role.gateway.id
+  policy = data.aws_iam_policy_document.gateway.json
+}
+
+resource "aws_lambda_function" "gateway" {
+  function_name    = var.name
+  role             = aws_iam_role.gateway.arn
+  runtime          = "provided.al2023"
+  handler          = "bootstrap"
+  architectures    = [var.architecture]
+  filename         = var.package_path
+  source_code_hash = filebase64sha256(var.package_path)
+  timeout          = var.lambda_timeout
+  memory_size      = var.memory_size
+
+  environment {
+    variables = local.app_settings
+  }
+
+  logging_config {
+    log_format = "Text"
+    log_group  = aws_cloudwatch_log_group.gateway.name
+  }
+
+  tags = var.tags
+
+  depends_on = [aws_iam_role_policy.gateway]
+
+  lifecycle {
+    precondition {
+      condition     = var.function_limit_margin_ms < local.limit_ms
+      error_message = "function_limit_margin_ms must be less than lambda_timeout (in ms)."
+    }
+    precondition {
+      condition     = var.timeout == tonumber(local.gateway_defaults.Timeout) || var.timeout <= local.limit_ms - var.function_limit_margin_ms
+      error_message = "timeout must fit one invocation: at most lambda_timeout less function_limit_margin_ms, in ms."
+    }
+    precondition {
+      condition     = alltrue([for r in coalesce(var.routes, []) : r.timeoutMs == null || coalesce(r.timeoutMs, 0) <= local.limit_ms - var.function_limit_margin_ms])
+      error_message = "Every route's timeoutMs must fit one invocation: at most lambda_timeout less function_limit_margin_ms."
+    }
+    precondition {
+      condition     = !var.async_mode_enabled || var.async_trigger_timeout == tonumber(local.gateway_defaults.AsyncTriggerTimeout) || var.async_trigger_timeout <= local.limit_ms - var.function_limit_margin_ms
+      error_message = "async_trigger_timeout must let the 202 go out inside one invocation: at most lambda_timeout less function_limit_margin_ms."
+    }
+    precondition {
+      condition     = var.function_timeout_secs == null || coalesce(var.function_timeout_secs, 0) <= var.lambda_timeout
+      error_message = "function_timeout_secs must not exceed lambda_timeout, the host's own limit."
+    }
+  }
+}
+
+resource "aws_lambda_function_url" "gateway" {
+  function_name      = aws_lambda_function.gateway.function_name
+  authorization_type = var.function_url_auth_type
+  invoke_mode        = var.invoke_mode
+}

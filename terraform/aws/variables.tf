@@ -1,0 +1,383 @@
+# ---------------------------------------------------------------------------
+# Platform
+# ---------------------------------------------------------------------------
+
+variable "name" {
+  description = "Base name of the resources: the function, its role, log group and queues (<name>-continuations, <name>-continuations-dlq)."
+  type        = string
+  nullable    = false
+
+  validation {
+    condition     = can(regex("^[A-Za-z0-9_-]{1,40}$", var.name))
+    error_message = "The name value must be 1-40 letters, digits, hyphens and underscores."
+  }
+}
+
+variable "package_path" {
+  description = "Path of the deployment zip with the bootstrap binary, as make package-aws builds it (dist/aws-lambda.zip)."
+  type        = string
+  nullable    = false
+}
+
+variable "architecture" {
+  description = "The function's instruction set: arm64 or x86_64 (the zip's bootstrap must match it)."
+  type        = string
+  default     = "arm64"
+  nullable    = false
+
+  validation {
+    condition     = contains(["arm64", "x86_64"], var.architecture)
+    error_message = "The architecture value must be arm64 or x86_64."
+  }
+}
+
+variable "lambda_timeout" {
+  description = "The function's timeout in whole seconds (1-900): the execution limit every gateway budget stays inside."
+  type        = number
+  default     = 60
+  nullable    = false
+
+  validation {
+    condition     = var.lambda_timeout >= 1 && var.lambda_timeout <= 900 && floor(var.lambda_timeout) == var.lambda_timeout
+    error_message = "The lambda_timeout value must be a whole number of seconds from 1 to 900."
+  }
+}
+
+variable "memory_size" {
+  description = "The function's memory in MB (128-10240)."
+  type        = number
+  default     = 512
+  nullable    = false
+
+  validation {
+    condition     = var.memory_size >= 128 && var.memory_size <= 10240 && floor(var.memory_size) == var.memory_size
+    error_message = "The memory_size value must be a whole number of MB from 128 to 10240."
+  }
+}
+
+variable "function_url_auth_type" {
+  description = "The Function URL's authorization: AWS_IAM (callers sign with SigV4) or NONE (public)."
+  type        = string
+  default     = "AWS_IAM"
+  nullable    = false
+
+  validation {
+    condition     = contains(["AWS_IAM", "NONE"], var.function_url_auth_type)
+    error_message = "The function_url_auth_type value must be AWS_IAM or NONE."
+  }
+}
+
+variable "invoke_mode" {
+  description = "InvokeMode: the Function URL's invoke mode, BUFFERED or RESPONSE_STREAM; also written as the gateway's InvokeMode setting so the function answers in the form Lambda expects."
+  type        = string
+  default     = "BUFFERED"
+  nullable    = false
+
+  validation {
+    condition     = contains(["BUFFERED", "RESPONSE_STREAM"], var.invoke_mode)
+    error_message = "The invoke_mode value must be BUFFERED or RESPONSE_STREAM."
+  }
+}
+
+variable "bucket_name" {
+  description = "The S3 bucket for async records and results (globally unique). null: a name generated from name."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.bucket_name == null || can(regex("^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$", coalesce(var.bucket_name, "abc")))
+    error_message = "The bucket_name value must be 3-63 lowercase letters, digits, dots and hyphens."
+  }
+}
+
+variable "queue_visibility_timeout_secs" {
+  description = "The continuation queue's visibility timeout in seconds. null: 6 times lambda_timeout, as AWS advises for a queue feeding a function; a value must be at least that."
+  type        = number
+  default     = null
+
+  validation {
+    condition     = var.queue_visibility_timeout_secs == null || (coalesce(var.queue_visibility_timeout_secs, 0) >= 6 * var.lambda_timeout && coalesce(var.queue_visibility_timeout_secs, 0) <= 43200)
+    error_message = "The queue_visibility_timeout_secs value must be from 6 times lambda_timeout to 43200 seconds."
+  }
+}
+
+variable "max_receive_count" {
+  description = "Deliveries of one continuation message before SQS moves it to the dead-letter queue."
+  type        = number
+  default     = 5
+  nullable    = false
+
+  validation {
+    condition     = var.max_receive_count >= 1 && var.max_receive_count <= 1000 && floor(var.max_receive_count) == var.max_receive_count
+    error_message = "The max_receive_count value must be a whole number from 1 to 1000."
+  }
+}
+
+variable "batch_size" {
+  description = "Continuation messages per SQS invocation (1-10); each one runs under the same invocation deadline."
+  type        = number
+  default     = 1
+  nullable    = false
+
+  validation {
+    condition     = var.batch_size >= 1 && var.batch_size <= 10 && floor(var.batch_size) == var.batch_size
+    error_message = "The batch_size value must be a whole number from 1 to 10."
+  }
+}
+
+variable "notification_queue_prefix" {
+  description = "Name prefix of the SQS queues that lifecycle notifications go to (every async-config.topic of user_profiles must start with it); the function may create and send to queues so named. null: no notification queues."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.notification_queue_prefix == null || can(regex("^[A-Za-z0-9_-]{1,70}$", coalesce(var.notification_queue_prefix, "x")))
+    error_message = "The notification_queue_prefix value must be 1-70 letters, digits, hyphens and underscores."
+  }
+}
+
+variable "log_retention_days" {
+  description = "Retention of the function's CloudWatch log group, in days."
+  type        = number
+  default     = 30
+  nullable    = false
+
+  validation {
+    condition     = contains([1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653], var.log_retention_days)
+    error_message = "The log_retention_days value must be one CloudWatch Logs accepts (1, 3, 5, 7, 14, 30, 60, 90, ... 3653)."
+  }
+}
+
+variable "tags" {
+  description = "Tags for every resource."
+  type        = map(string)
+  default     = {}
+  nullable    = false
+}
+
+# ---------------------------------------------------------------------------
+# Gateway settings (CONTRACT §2). Each variable is one app setting; its
+# default is the gateway's own (core.Settings), null where the gateway has
+# none. Only values that differ from the gateway's default are written, so the
+# gateway applies its own defaults and holds only what you set against the
+# execution limit.
+# ---------------------------------------------------------------------------
+
+variable "hosts" {
+  description = "Hosts: the backends of the default route, tried in this order; base URLs http(s)://host[:port][/path]. Required."
+  type        = list(string)
+  nullable    = false
+
+  validation {
+    condition     = length(var.hosts) > 0 && alltrue([for h in var.hosts : can(regex("^https?://[^/?#@]+(/[^?#]*)?$", h))])
+    error_message = "The hosts value must be one or more base URLs of the form http(s)://host[:port][/path], without user info, query or fragment."
+  }
+}
+
+variable "routes" {
+  description = "Routes: per-path-prefix overrides of the default route, written as the JSON array the gateway reads (ttlSecs in s, the *Ms fields in ms). null: none."
+  type = list(object({
+    prefix             = string
+    hosts              = optional(list(string))
+    ttlSecs            = optional(number)
+    timeoutMs          = optional(number)
+    maxAttempts        = optional(number)
+    stream             = optional(bool)
+    firstByteTimeoutMs = optional(number)
+    idleTimeoutMs      = optional(number)
+    async              = optional(bool)
+  }))
+  default = null
+
+  validation {
+    condition     = var.routes == null || alltrue([for r in coalesce(var.routes, []) : startswith(r.prefix, "/")])
+    error_message = "The routes value must give every route a prefix starting with /."
+  }
+}
+
+variable "default_ttl_secs" {
+  description = "DefaultTTLSecs: the whole-request budget in seconds (decimals allowed), arrival to final response headers, every attempt included."
+  type        = number
+  default     = 300
+  nullable    = false
+
+  validation {
+    condition     = var.default_ttl_secs > 0
+    error_message = "The default_ttl_secs value must be a positive number of seconds."
+  }
+}
+
+variable "timeout" {
+  description = "Timeout: one attempt's window in milliseconds, fresh for every attempt. Changed from its default, it must fit the execution limit less function_limit_margin_ms."
+  type        = number
+  default     = 1200000
+  nullable    = false
+
+  validation {
+    condition     = var.timeout > 0 && floor(var.timeout) == var.timeout
+    error_message = "The timeout value must be a positive whole number of milliseconds."
+  }
+}
+
+variable "max_attempts" {
+  description = "MaxAttempts: attempts per request, cycling through the route's hosts; 1 means no retry. null: one per host."
+  type        = number
+  default     = null
+
+  validation {
+    condition     = var.max_attempts == null || (coalesce(var.max_attempts, 1) > 0 && floor(coalesce(var.max_attempts, 1)) == coalesce(var.max_attempts, 1))
+    error_message = "The max_attempts value must be a positive whole number, or null."
+  }
+}
+
+variable "retry_backoff_ms" {
+  description = "RetryBackoffMs: base of the jittered exponential wait between attempts, in milliseconds (capped at 10 times the base)."
+  type        = number
+  default     = 25
+  nullable    = false
+
+  validation {
+    condition     = var.retry_backoff_ms > 0 && floor(var.retry_backoff_ms) == var.retry_backoff_ms
+    error_message = "The retry_backoff_ms value must be a positive whole number of milliseconds."
+  }
+}
+
+variable "max_retry_body_bytes" {
+  description = "MaxRetryBodyBytes: the largest request body, in bytes, buffered so it can be resent; a larger body streams to a single attempt."
+  type        = number
+  default     = 10485760
+  nullable    = false
+
+  validation {
+    condition     = var.max_retry_body_bytes > 0 && floor(var.max_retry_body_bytes) == var.max_retry_body_bytes
+    error_message = "The max_retry_body_bytes value must be a positive whole number of bytes."
+  }
+}
+
+variable "max_buffered_bytes" {
+  description = "MaxBufferedBytes: the process-wide budget, in bytes, for buffered request bodies; a body that does not fit streams to a single attempt."
+  type        = number
+  default     = 134217728
+  nullable    = false
+
+  validation {
+    condition     = var.max_buffered_bytes > 0 && floor(var.max_buffered_bytes) == var.max_buffered_bytes
+    error_message = "The max_buffered_bytes value must be a positive whole number of bytes."
+  }
+}
+
+variable "client_body_timeout_ms" {
+  description = "ClientBodyTimeoutMs: the longest silence, in milliseconds, between two reads of a request body before 408 RequestTimeout."
+  type        = number
+  default     = 30000
+  nullable    = false
+
+  validation {
+    condition     = var.client_body_timeout_ms > 0 && floor(var.client_body_timeout_ms) == var.client_body_timeout_ms
+    error_message = "The client_body_timeout_ms value must be a positive whole number of milliseconds."
+  }
+}
+
+variable "function_limit_margin_ms" {
+  description = "FunctionLimitMarginMs: milliseconds kept free before the execution limit, to answer or hand off to async before the platform stops the invocation."
+  type        = number
+  default     = 1000
+  nullable    = false
+
+  validation {
+    condition     = var.function_limit_margin_ms > 0 && floor(var.function_limit_margin_ms) == var.function_limit_margin_ms
+    error_message = "The function_limit_margin_ms value must be a positive whole number of milliseconds."
+  }
+}
+
+variable "async_mode_enabled" {
+  description = "AsyncModeEnabled: the gateway-level async switch (a request also needs its profile's async-config.enabled and S7PAsyncMode: true)."
+  type        = bool
+  default     = false
+  nullable    = false
+}
+
+variable "async_trigger_timeout" {
+  description = "AsyncTriggerTimeout: milliseconds without a response after which an async-eligible request is answered 202. Changed from its default with async on, it must fit the execution limit less function_limit_margin_ms."
+  type        = number
+  default     = 10000
+  nullable    = false
+
+  validation {
+    condition     = var.async_trigger_timeout > 0 && floor(var.async_trigger_timeout) == var.async_trigger_timeout
+    error_message = "The async_trigger_timeout value must be a positive whole number of milliseconds."
+  }
+}
+
+variable "async_timeout" {
+  description = "AsyncTimeout: one attempt's window in milliseconds once a request is async (replaces Timeout); an attempt longer than one invocation is checkpointed and continued in the next."
+  type        = number
+  default     = 1800000
+  nullable    = false
+
+  validation {
+    condition     = var.async_timeout > 0 && floor(var.async_timeout) == var.async_timeout
+    error_message = "The async_timeout value must be a positive whole number of milliseconds."
+  }
+}
+
+variable "async_ttl_secs" {
+  description = "AsyncTTLSecs: an async request's expiry in seconds from arrival, also the lifetime of its result URIs; the stored results are deleted after it (in whole days, rounded up)."
+  type        = number
+  default     = 86400
+  nullable    = false
+
+  validation {
+    condition     = var.async_ttl_secs > 0
+    error_message = "The async_ttl_secs value must be a positive number of seconds."
+  }
+  validation {
+    condition     = !var.async_mode_enabled || var.async_ttl_secs * 1000 >= var.async_trigger_timeout
+    error_message = "The async_ttl_secs value must be at least async_trigger_timeout (in seconds) when async is on, or nothing could ever go async."
+  }
+}
+
+variable "user_profiles" {
+  description = "UserProfiles: the JSON array of profiles keyed by userId (async-config: enabled, containername, topic), or file:<path> of one. null: none."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.user_profiles == null || startswith(coalesce(var.user_profiles, "file:"), "file:") || can(tolist(jsondecode(coalesce(var.user_profiles, "[]"))))
+    error_message = "The user_profiles value must be a JSON array of profiles or file:<path>."
+  }
+}
+
+variable "function_timeout_secs" {
+  description = "FunctionTimeoutSecs: the execution limit, in seconds, to stay inside. null (recommended): the host's own, which the gateway reads from the platform."
+  type        = number
+  default     = null
+
+  validation {
+    condition     = var.function_timeout_secs == null || coalesce(var.function_timeout_secs, 1) > 0
+    error_message = "The function_timeout_secs value must be a positive number of seconds, or null."
+  }
+}
+
+variable "public_base_url" {
+  description = "PublicBaseURL: the public base of status URIs and gateway-served result URLs (behind a custom domain, CDN or API Management). null: built from the request's Host and scheme."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.public_base_url == null || can(regex("^https?://[^/?#@]+(/[^?#]*)?$", coalesce(var.public_base_url, "http://x")))
+    error_message = "The public_base_url value must be an http(s) URL without query or fragment, or null."
+  }
+}
+
+variable "max_continuations" {
+  description = "MaxContinuations: continuations one instance works on at once, in-process finishes after a 202 included; beyond it they wait on the queue."
+  type        = number
+  default     = 16
+  nullable    = false
+
+  validation {
+    condition     = var.max_continuations > 0 && floor(var.max_continuations) == var.max_continuations
+    error_message = "The max_continuations value must be a positive whole number."
+  }
+}

@@ -1,0 +1,201 @@
+# The gateway as an Azure Functions custom handler on Flex Consumption, with
+# identity-based access to its storage account (no keys anywhere).
+
+locals {
+  # The continuation queue: the literal name in functions/continuation/function.json
+  # and the AsyncQueue default for AsyncStore=azure. Change both together.
+  continuation_queue = "gateway-continuations"
+  # The Functions host creates <queue>-poison itself on the first message
+  # that exceeds maxDequeueCount.
+
+  # The gateway's own containers: records, request bodies and the idempotency
+  # index in "gateway", results of profiles without a containername in
+  # "gateway-results".
+  gateway_containers = ["gateway", "gateway-results"]
+  result_containers  = distinct(concat(local.gateway_containers, var.result_containers))
+  deploy_container   = "app-package"
+
+  storage_account_name = coalesce(var.storage_account_name, substr(replace("${var.name}gw", "-", ""), 0, 24))
+
+  # Stored async data is deleted once its request has expired: whole days,
+  # rounded up, at least one.
+  result_retention_days = max(1, ceil(var.async_ttl_secs / 86400))
+
+  # The execution limit an HTTP invocation runs under: functionTimeout, capped
+  # at 230 s by the platform's load balancer.
+  http_limit_ms = min(var.function_timeout, 230) * 1000
+
+  function_timeout_text = format("%02d:%02d:%02d", floor(var.function_timeout / 3600), floor(var.function_timeout % 3600 / 60), var.function_timeout % 60)
+
+  # Written by the module from its own resources.
+  host_settings = {
+    AsyncStore                             = "azure"
+    AsyncQueue                             = local.continuation_queue
+    AzureWebJobsStorage__blobServiceUri    = azurerm_storage_account.gateway.primary_blob_endpoint
+    AzureWebJobsStorage__queueServiceUri   = azurerm_storage_account.gateway.primary_queue_endpoint
+    AzureWebJobsStorage__credential        = "managedidentity"
+    AzureFunctionsJobHost__functionTimeout = local.function_timeout_text
+  }
+}
+
+resource "azurerm_storage_account" "gateway" {
+  name                     = local.storage_account_name
+  resource_group_name      = var.resource_group_name
+  location                 = var.location
+  account_tier             = "Standard"
+  account_replication_type = "LRS"
+  account_kind             = "StorageV2"
+
+  https_traffic_only_enabled      = true
+  min_tls_version                 = "TLS1_2"
+  shared_access_key_enabled       = false
+  allow_nested_items_to_be_public = false
+  default_to_oauth_authentication = true
+
+  tags = var.tags
+}
+
+resource "azurerm_storage_container" "deploy" {
+  name                  = local.deploy_container
+  storage_account_id    = azurerm_storage_account.gateway.id
+  container_access_type = "private"
+}
+
+resource "azurerm_storage_container" "results" {
+  for_each              = toset(local.result_containers)
+  name                  = each.value
+  storage_account_id    = azurerm_storage_account.gateway.id
+  container_access_type = "private"
+}
+
+resource "azurerm_storage_queue" "continuations" {
+  name               = local.continuation_queue
+  storage_account_id = azurerm_storage_account.gateway.id
+}
+
+resource "azurerm_storage_queue" "notifications" {
+  for_each           = toset(var.notification_topics)
+  name               = each.value
+  storage_account_id = azurerm_storage_account.gateway.id
+}
+
+resource "azurerm_storage_management_policy" "results" {
+  storage_account_id = azurerm_storage_account.gateway.id
+
+  rule {
+    name    = "expire-async-results"
+    enabled = true
+
+    filters {
+      blob_types   = ["blockBlob"]
+      prefix_match = [for c in local.result_containers : "${c}/"]
+    }
+
+    actions {
+      base_blob {
+        delete_after_days_since_creation_greater_than = local.result_retention_days
+      }
+    }
+  }
+}
+
+resource "azurerm_log_analytics_workspace" "gateway" {
+  name                = "${var.name}-logs"
+  resource_group_name = var.resource_group_name
+  location            = var.location
+  sku                 = "PerGB2018"
+  retention_in_days   = var.log_retention_days
+  tags                = var.tags
+}
+
+resource "azurerm_application_insights" "gateway" {
+  name                = "${var.name}-insights"
+  resource_group_name = var.resource_group_name
+  location            = var.location
+  workspace_id        = azurerm_log_analytics_workspace.gateway.id
+  application_type    = "other"
+  retention_in_days   = var.log_retention_days
+  tags                = var.tags
+}
+
+resource "azurerm_service_plan" "gateway" {
+  name                = "${var.name}-plan"
+  resource_group_name = var.resource_group_name
+  location            = var.location
+  os_type             = "Linux"
+  sku_name            = "FC1"
+  tags                = var.tags
+}
+
+resource "azurerm_function_app_flex_consumption" "gateway" {
+  name                = var.name
+  resource_group_name = var.resource_group_name
+  location            = var.location
+  service_plan_id     = azurerm_service_plan.gateway.id
+  https_only          = true
+
+  storage_container_type      = "blobContainer"
+  storage_container_endpoint  = "${azurerm_storage_account.gateway.primary_blob_endpoint}${azurerm_storage_container.deploy.name}"
+  storage_authentication_type = "SystemAssignedIdentity"
+
+  runtime_name           = "custom"
+  runtime_version        = var.runtime_version
+  instance_memory_in_mb  = var.instance_memory_in_mb
+  maximum_instance_count = var.maximum_instance_count
+
+  identity {
+    type = "SystemAssigned"
+  }
+
+  site_config {
+    application_insights_connection_string = azurerm_application_insights.gateway.connection_string
+    minimum_tls_version                    = "1.2"
+  }
+
+  app_settings = local.app_settings
+
+  tags = var.tags
+
+  lifecycle {
+    precondition {
+      condition     = var.function_limit_margin_ms < local.http_limit_ms
+      error_message = "function_limit_margin_ms must be less than the HTTP execution limit, min(function_timeout, 230 s)."
+    }
+    precondition {
+      condition     = var.timeout == tonumber(local.gateway_defaults.Timeout) || var.timeout <= local.http_limit_ms - var.function_limit_margin_ms
+      error_message = "timeout must fit one HTTP invocation: at most min(function_timeout, 230 s) less function_limit_margin_ms, in ms."
+    }
+    precondition {
+      condition     = alltrue([for r in coalesce(var.routes, []) : r.timeoutMs == null || coalesce(r.timeoutMs, 0) <= local.http_limit_ms - var.function_limit_margin_ms])
+      error_message = "Every route's timeoutMs must fit one HTTP invocation: at most min(function_timeout, 230 s) less function_limit_margin_ms."
+    }
+    precondition {
+      condition     = !var.async_mode_enabled || var.async_trigger_timeout == tonumber(local.gateway_defaults.AsyncTriggerTimeout) || var.async_trigger_timeout <= local.http_limit_ms - var.function_limit_margin_ms
+      error_message = "async_trigger_timeout must let the 202 go out inside one HTTP invocation: at most min(function_timeout, 230 s) less function_limit_margin_ms."
+    }
+    precondition {
+      condition     = var.function_timeout_secs == null || coalesce(var.function_timeout_secs, 0) <= var.function_timeout
+      error_message = "function_timeout_secs must not exceed function_timeout, the host's own limit."
+    }
+  }
+}
+
+# Data-plane roles only, on this storage account only. Storage Blob Data
+# Contributor covers blob read/write/delete, leases (the host's), container
+# creation and the user delegation key that signs result SAS URLs; Storage
+# Queue Data Contributor covers sending, receiving and deleting continuation
+# and notification messages and creating a missing queue (the host's -poison
+# queue). The deployment container is read with the same blob role.
+resource "azurerm_role_assignment" "blob" {
+  scope                = azurerm_storage_account.gateway.id
+  role_definition_name = "Storage Blob Data Contributor"
+  principal_id         = azurerm_function_app_flex_consumption.gateway.identity[0].principal_id
+  principal_type       = "ServicePrincipal"
+}
+
+resource "azurerm_role_assignment" "queue" {
+  scope                = azurerm_storage_account.gateway.id
+  role_definition_name = "Storage Queue Data Contributor"
+  principal_id         = azurerm_function_app_flex_consumption.gateway.identity[0].principal_id
+  principal_type       = "ServicePrincipal"
+}

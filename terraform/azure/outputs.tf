@@ -1,0 +1,39 @@
+output "invoke_url" {
+  description = "The gateway's public base URL: every path under it reaches the gateway (the route prefix is empty)."
+  value       = "https://${azurerm_function_app_flex_consumption.gateway.default_hostname}/"
+}
+
+output "function_app_name" {
+  description = "The function app's name (for az functionapp deployment source config-zip / func azure functionapp publish)."
+  value       = azurerm_function_app_flex_consumption.gateway.name
+}
+
+output "principal_id" {
+  description = "The function app's system-assigned identity (its data-plane roles are on the storage account only)."
+  value       = azurerm_function_app_flex_consumption.gateway.identity[0].principal_id
+}
+
+output "storage_account_name" {
+  description = "The storage account holding the deployment package, async records and results, and the queues."
+  value       = azurerm_storage_account.gateway.name
+}
+
+output "continuation_queue_name" {
+  description = "The continuation queue (AsyncQueue); the host moves messages past maxDequeueCount to <name>-poison, which it creates itself."
+  value       = azurerm_storage_queue.continuations.name
+}
+
+output "result_containers" {
+  description = "The blob containers holding async records and results, deleted after result_retention_days."
+  value       = sort(local.result_containers)
+}
+
+output "result_retention_days" {
+  description = "Days after which stored async data is deleted: AsyncTTLSecs in whole days, rounded up."
+  value       = local.result_retention_days
+}
+
+output "app_settings" {
+  description = "The app settings the module writes (gateway settings that differ from the gateway's defaults, and the host's)."
+  value       = local.app_settings
+}

@@ -1,0 +1,50 @@
+# The gateway's app settings (CONTRACT §2): one entry per setting, named as the
+# gateway reads it. A setting whose value equals the gateway's default is left
+# out, so the gateway applies its own default and holds only what was set
+# against the execution limit. make test checks offline (terraform/ Go test)
+# that every name here is a setting the gateway reads and that the variables'
+# and gateway_defaults' values are the gateway's defaults.
+
+locals {
+  gateway_settings = {
+    Hosts                 = join(",", var.hosts)
+    Routes                = var.routes == null ? null : jsonencode(var.routes)
+    DefaultTTLSecs        = tostring(var.default_ttl_secs)
+    Timeout               = tostring(var.timeout)
+    MaxAttempts           = tostring(var.max_attempts)
+    RetryBackoffMs        = tostring(var.retry_backoff_ms)
+    MaxRetryBodyBytes     = tostring(var.max_retry_body_bytes)
+    MaxBufferedBytes      = tostring(var.max_buffered_bytes)
+    ClientBodyTimeoutMs   = tostring(var.client_body_timeout_ms)
+    FunctionLimitMarginMs = tostring(var.function_limit_margin_ms)
+    AsyncModeEnabled      = tostring(var.async_mode_enabled)
+    AsyncTriggerTimeout   = tostring(var.async_trigger_timeout)
+    AsyncTimeout          = tostring(var.async_timeout)
+    AsyncTTLSecs          = tostring(var.async_ttl_secs)
+    UserProfiles          = var.user_profiles
+    FunctionTimeoutSecs   = tostring(var.function_timeout_secs)
+    PublicBaseURL         = var.public_base_url
+    MaxContinuations      = tostring(var.max_continuations)
+  }
+
+  # The gateway's defaults, as it writes them (core.Settings' tags).
+  gateway_defaults = {
+    DefaultTTLSecs        = "300"
+    Timeout               = "1200000"
+    RetryBackoffMs        = "25"
+    MaxRetryBodyBytes     = "10485760"
+    MaxBufferedBytes      = "134217728"
+    ClientBodyTimeoutMs   = "30000"
+    FunctionLimitMarginMs = "1000"
+    AsyncModeEnabled      = "false"
+    AsyncTriggerTimeout   = "10000"
+    AsyncTimeout          = "1800000"
+    AsyncTTLSecs          = "86400"
+    MaxContinuations      = "16"
+  }
+
+  app_settings = merge(
+    { for k, v in local.gateway_settings : k => v if v != null && v != lookup(local.gateway_defaults, k, null) },
+    local.host_settings,
+  )
+}

@@ -1,0 +1,350 @@
+# ---------------------------------------------------------------------------
+# Platform
+# ---------------------------------------------------------------------------
+
+variable "name" {
+  description = "Base name of the resources: the function app and plan take it as is; the storage account a compacted form (3-24 lowercase letters and digits) unless storage_account_name is given."
+  type        = string
+  nullable    = false
+
+  validation {
+    condition     = can(regex("^[a-z0-9][a-z0-9-]{1,30}[a-z0-9]$", var.name))
+    error_message = "The name value must be 3-32 lowercase letters, digits and hyphens, starting and ending with a letter or digit."
+  }
+}
+
+variable "resource_group_name" {
+  description = "The existing resource group to deploy into."
+  type        = string
+  nullable    = false
+}
+
+variable "location" {
+  description = "The Azure region (one that offers Flex Consumption)."
+  type        = string
+  nullable    = false
+}
+
+variable "storage_account_name" {
+  description = "The storage account's name (3-24 lowercase letters and digits, globally unique). null: derived from name."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.storage_account_name == null || can(regex("^[a-z0-9]{3,24}$", coalesce(var.storage_account_name, "abc")))
+    error_message = "The storage_account_name value must be 3-24 lowercase letters and digits."
+  }
+}
+
+variable "runtime_version" {
+  description = "The Flex Consumption runtime version of the custom runtime (runtime_name is always custom: the gateway is a custom handler)."
+  type        = string
+  default     = "1.0"
+  nullable    = false
+}
+
+variable "instance_memory_in_mb" {
+  description = "Memory of each Flex Consumption instance, in MB (2048 or 4096)."
+  type        = number
+  default     = 2048
+  nullable    = false
+
+  validation {
+    condition     = contains([512, 2048, 4096], var.instance_memory_in_mb)
+    error_message = "The instance_memory_in_mb value must be 512, 2048 or 4096."
+  }
+}
+
+variable "maximum_instance_count" {
+  description = "The most instances the app scales out to (1-1000)."
+  type        = number
+  default     = 100
+  nullable    = false
+
+  validation {
+    condition     = var.maximum_instance_count >= 1 && var.maximum_instance_count <= 1000 && floor(var.maximum_instance_count) == var.maximum_instance_count
+    error_message = "The maximum_instance_count value must be a whole number from 1 to 1000."
+  }
+}
+
+variable "function_timeout" {
+  description = "The Functions host's functionTimeout in whole seconds, written as AzureFunctionsJobHost__functionTimeout (it overrides host.json). HTTP invocations are further capped at 230 s by the platform. At most 3600: Flex Consumption enforces no maximum, but it guarantees an execution only 60 minutes at scale-in."
+  type        = number
+  default     = 1800
+  nullable    = false
+
+  validation {
+    condition     = var.function_timeout >= 1 && var.function_timeout <= 3600 && floor(var.function_timeout) == var.function_timeout
+    error_message = "The function_timeout value must be a whole number of seconds from 1 to 3600."
+  }
+}
+
+variable "result_containers" {
+  description = "Extra blob containers for async results: every async-config.containername of user_profiles. The gateway's own containers (gateway, gateway-results) are always created."
+  type        = list(string)
+  default     = []
+  nullable    = false
+
+  validation {
+    condition     = alltrue([for c in var.result_containers : can(regex("^[a-z0-9](-?[a-z0-9])+$", c)) && length(c) <= 63])
+    error_message = "The result_containers value must list container names of 3-63 lowercase letters, digits and single hyphens."
+  }
+}
+
+variable "notification_topics" {
+  description = "Storage queues to create for lifecycle notifications: every async-config.topic of user_profiles (the gateway also creates a missing one on first use)."
+  type        = list(string)
+  default     = []
+  nullable    = false
+
+  validation {
+    condition     = alltrue([for q in var.notification_topics : can(regex("^[a-z0-9](-?[a-z0-9])+$", q)) && length(q) <= 63])
+    error_message = "The notification_topics value must list queue names of 3-63 lowercase letters, digits and single hyphens."
+  }
+}
+
+variable "log_retention_days" {
+  description = "Retention of the Application Insights data, in days."
+  type        = number
+  default     = 30
+  nullable    = false
+
+  validation {
+    condition     = contains([30, 60, 90, 120, 180, 270, 365, 550, 730], var.log_retention_days)
+    error_message = "The log_retention_days value must be one of 30, 60, 90, 120, 180, 270, 365, 550, 730."
+  }
+}
+
+variable "tags" {
+  description = "Tags for every resource."
+  type        = map(string)
+  default     = {}
+  nullable    = false
+}
+
+# ---------------------------------------------------------------------------
+# Gateway settings (CONTRACT §2). Each variable is one app setting; its
+# default is the gateway's own (core.Settings), null where the gateway has
+# none. Only values that differ from the gateway's default are written, so the
+# gateway applies its own defaults and holds only what you set against the
+# execution limit.
+# ---------------------------------------------------------------------------
+
+variable "hosts" {
+  description = "Hosts: the backends of the default route, tried in this order; base URLs http(s)://host[:port][/path]. Required."
+  type        = list(string)
+  nullable    = false
+
+  validation {
+    condition     = length(var.hosts) > 0 && alltrue([for h in var.hosts : can(regex("^https?://[^/?#@]+(/[^?#]*)?$", h))])
+    error_message = "The hosts value must be one or more base URLs of the form http(s)://host[:port][/path], without user info, query or fragment."
+  }
+}
+
+variable "routes" {
+  description = "Routes: per-path-prefix overrides of the default route, written as the JSON array the gateway reads (ttlSecs in s, the *Ms fields in ms). null: none."
+  type = list(object({
+    prefix             = string
+    hosts              = optional(list(string))
+    ttlSecs            = optional(number)
+    timeoutMs          = optional(number)
+    maxAttempts        = optional(number)
+    stream             = optional(bool)
+    firstByteTimeoutMs = optional(number)
+    idleTimeoutMs      = optional(number)
+    async              = optional(bool)
+  }))
+  default = null
+
+  validation {
+    condition     = var.routes == null || alltrue([for r in coalesce(var.routes, []) : startswith(r.prefix, "/")])
+    error_message = "The routes value must give every route a prefix starting with /."
+  }
+}
+
+variable "default_ttl_secs" {
+  description = "DefaultTTLSecs: the whole-request budget in seconds (decimals allowed), arrival to final response headers, every attempt included."
+  type        = number
+  default     = 300
+  nullable    = false
+
+  validation {
+    condition     = var.default_ttl_secs > 0
+    error_message = "The default_ttl_secs value must be a positive number of seconds."
+  }
+}
+
+variable "timeout" {
+  description = "Timeout: one attempt's window in milliseconds, fresh for every attempt. Changed from its default, it must fit the execution limit less function_limit_margin_ms."
+  type        = number
+  default     = 1200000
+  nullable    = false
+
+  validation {
+    condition     = var.timeout > 0 && floor(var.timeout) == var.timeout
+    error_message = "The timeout value must be a positive whole number of milliseconds."
+  }
+}
+
+variable "max_attempts" {
+  description = "MaxAttempts: attempts per request, cycling through the route's hosts; 1 means no retry. null: one per host."
+  type        = number
+  default     = null
+
+  validation {
+    condition     = var.max_attempts == null || (coalesce(var.max_attempts, 1) > 0 && floor(coalesce(var.max_attempts, 1)) == coalesce(var.max_attempts, 1))
+    error_message = "The max_attempts value must be a positive whole number, or null."
+  }
+}
+
+variable "retry_backoff_ms" {
+  description = "RetryBackoffMs: base of the jittered exponential wait between attempts, in milliseconds (capped at 10 times the base)."
+  type        = number
+  default     = 25
+  nullable    = false
+
+  validation {
+    condition     = var.retry_backoff_ms > 0 && floor(var.retry_backoff_ms) == var.retry_backoff_ms
+    error_message = "The retry_backoff_ms value must be a positive whole number of milliseconds."
+  }
+}
+
+variable "max_retry_body_bytes" {
+  description = "MaxRetryBodyBytes: the largest request body, in bytes, buffered so it can be resent; a larger body streams to a single attempt."
+  type        = number
+  default     = 10485760
+  nullable    = false
+
+  validation {
+    condition     = var.max_retry_body_bytes > 0 && floor(var.max_retry_body_bytes) == var.max_retry_body_bytes
+    error_message = "The max_retry_body_bytes value must be a positive whole number of bytes."
+  }
+}
+
+variable "max_buffered_bytes" {
+  description = "MaxBufferedBytes: the process-wide budget, in bytes, for buffered request bodies; a body that does not fit streams to a single attempt."
+  type        = number
+  default     = 134217728
+  nullable    = false
+
+  validation {
+    condition     = var.max_buffered_bytes > 0 && floor(var.max_buffered_bytes) == var.max_buffered_bytes
+    error_message = "The max_buffered_bytes value must be a positive whole number of bytes."
+  }
+}
+
+variable "client_body_timeout_ms" {
+  description = "ClientBodyTimeoutMs: the longest silence, in milliseconds, between two reads of a request body before 408 RequestTimeout."
+  type        = number
+  default     = 30000
+  nullable    = false
+
+  validation {
+    condition     = var.client_body_timeout_ms > 0 && floor(var.client_body_timeout_ms) == var.client_body_timeout_ms
+    error_message = "The client_body_timeout_ms value must be a positive whole number of milliseconds."
+  }
+}
+
+variable "function_limit_margin_ms" {
+  description = "FunctionLimitMarginMs: milliseconds kept free before the execution limit, to answer or hand off to async before the platform stops the invocation."
+  type        = number
+  default     = 1000
+  nullable    = false
+
+  validation {
+    condition     = var.function_limit_margin_ms > 0 && floor(var.function_limit_margin_ms) == var.function_limit_margin_ms
+    error_message = "The function_limit_margin_ms value must be a positive whole number of milliseconds."
+  }
+}
+
+variable "async_mode_enabled" {
+  description = "AsyncModeEnabled: the gateway-level async switch (a request also needs its profile's async-config.enabled and S7PAsyncMode: true)."
+  type        = bool
+  default     = false
+  nullable    = false
+}
+
+variable "async_trigger_timeout" {
+  description = "AsyncTriggerTimeout: milliseconds without a response after which an async-eligible request is answered 202. Changed from its default with async on, it must fit the execution limit less function_limit_margin_ms."
+  type        = number
+  default     = 10000
+  nullable    = false
+
+  validation {
+    condition     = var.async_trigger_timeout > 0 && floor(var.async_trigger_timeout) == var.async_trigger_timeout
+    error_message = "The async_trigger_timeout value must be a positive whole number of milliseconds."
+  }
+}
+
+variable "async_timeout" {
+  description = "AsyncTimeout: one attempt's window in milliseconds once a request is async (replaces Timeout); an attempt longer than one invocation is checkpointed and continued in the next."
+  type        = number
+  default     = 1800000
+  nullable    = false
+
+  validation {
+    condition     = var.async_timeout > 0 && floor(var.async_timeout) == var.async_timeout
+    error_message = "The async_timeout value must be a positive whole number of milliseconds."
+  }
+}
+
+variable "async_ttl_secs" {
+  description = "AsyncTTLSecs: an async request's expiry in seconds from arrival, also the lifetime of its result URIs; the stored results are deleted after it (in whole days, rounded up)."
+  type        = number
+  default     = 86400
+  nullable    = false
+
+  validation {
+    condition     = var.async_ttl_secs > 0
+    error_message = "The async_ttl_secs value must be a positive number of seconds."
+  }
+  validation {
+    condition     = !var.async_mode_enabled || var.async_ttl_secs * 1000 >= var.async_trigger_timeout
+    error_message = "The async_ttl_secs value must be at least async_trigger_timeout (in seconds) when async is on, or nothing could ever go async."
+  }
+}
+
+variable "user_profiles" {
+  description = "UserProfiles: the JSON array of profiles keyed by userId (async-config: enabled, containername, topic), or file:<path> of one. null: none."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.user_profiles == null || startswith(coalesce(var.user_profiles, "file:"), "file:") || can(tolist(jsondecode(coalesce(var.user_profiles, "[]"))))
+    error_message = "The user_profiles value must be a JSON array of profiles or file:<path>."
+  }
+}
+
+variable "function_timeout_secs" {
+  description = "FunctionTimeoutSecs: the execution limit, in seconds, to stay inside. null (recommended): the host's own, which the gateway reads from the platform."
+  type        = number
+  default     = null
+
+  validation {
+    condition     = var.function_timeout_secs == null || coalesce(var.function_timeout_secs, 1) > 0
+    error_message = "The function_timeout_secs value must be a positive number of seconds, or null."
+  }
+}
+
+variable "public_base_url" {
+  description = "PublicBaseURL: the public base of status URIs and gateway-served result URLs (behind a custom domain, CDN or API Management). null: built from the request's Host and scheme."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.public_base_url == null || can(regex("^https?://[^/?#@]+(/[^?#]*)?$", coalesce(var.public_base_url, "http://x")))
+    error_message = "The public_base_url value must be an http(s) URL without query or fragment, or null."
+  }
+}
+
+variable "max_continuations" {
+  description = "MaxContinuations: continuations one instance works on at once, in-process finishes after a 202 included; beyond it they wait on the queue."
+  type        = number
+  default     = 16
+  nullable    = false
+
+  validation {
+    condition     = var.max_continuations > 0 && floor(var.max_continuations) == var.max_continuations
+    error_message = "The max_continuations value must be a positive whole number."
+  }
+}

@@ -1,0 +1,11 @@
+terraform {
+  # 1.9: variable validations may refer to other variables.
+  required_version = ">= 1.9"
+
+  required_providers {
+    azurerm = {
+      source  = "hashicorp/azurerm"
+      version = "~> 4.40"
+    }
+  }
+}

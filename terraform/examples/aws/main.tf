@@ -1,0 +1,26 @@
+# Deploys the gateway to AWS Lambda behind a Function URL. Build the zip
+# first: make package-aws (dist/aws-lambda.zip, bootstrap for linux/arm64).
+
+provider "aws" {
+  region = var.region
+}
+
+module "gateway" {
+  source = "../../aws"
+
+  name         = var.name
+  package_path = "${path.root}/../../../dist/aws-lambda.zip"
+  architecture = "arm64"
+
+  lambda_timeout         = 120
+  function_url_auth_type = "AWS_IAM"
+  invoke_mode            = "BUFFERED"
+
+  hosts              = var.hosts
+  async_mode_enabled = true
+  timeout            = 60000
+  user_profiles = jsonencode([
+    { userId = "batch", "async-config" = { enabled = true, topic = "${var.name}-batch-events" } },
+  ])
+  notification_queue_prefix = "${var.name}-"
+}

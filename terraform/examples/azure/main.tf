@@ -1,0 +1,34 @@
+# Deploys the gateway to Azure Functions (Flex Consumption) in a new resource
+# group. Then publish the app: make package-azure, and
+#   az functionapp deployment source config-zip -g <group> -n <app> --src dist/azure-functionapp.zip
+
+provider "azurerm" {
+  features {}
+  # The storage account has shared keys disabled: manage its containers and
+  # queues with Entra ID.
+  storage_use_azuread = true
+  subscription_id     = var.subscription_id
+}
+
+resource "azurerm_resource_group" "gateway" {
+  name     = "${var.name}-rg"
+  location = var.location
+}
+
+module "gateway" {
+  source = "../../azure"
+
+  name                = var.name
+  resource_group_name = azurerm_resource_group.gateway.name
+  location            = azurerm_resource_group.gateway.location
+
+  hosts              = var.hosts
+  async_mode_enabled = true
+  function_timeout   = 600
+  timeout            = 120000
+  user_profiles = jsonencode([
+    { userId = "batch", "async-config" = { enabled = true, containername = "batch-results", topic = "batch-events" } },
+  ])
+  result_containers   = ["batch-results"]
+  notification_topics = ["batch-events"]
+}
