@@ -46,7 +46,7 @@ locals {
   }
 
   app_settings = merge(
-    { for k, v in local.gateway_settings : k => v if v != null && v != lookup(local.gateway_defaults, k, null) },
+    { for k, v in local.gateway_settings : k => v if v != null && v != try(local.gateway_defaults[k], null) },
     local.host_settings,
   )
 }
