@@ -30,7 +30,7 @@ locals {
 
 resource "aws_s3_bucket" "results" {
   bucket        = var.bucket_name
-  bucket_prefix = var.bucket_name == null ? "${lower(substr(replace(var.name, "_", "-"), 0, 30))}-results-" : null
+  bucket_prefix = var.bucket_name == null ? "${lower(substr(replace(var.name, "_", "-"), 0, 28))}-results-" : null
   tags          = var.tags
 }
 
@@ -89,8 +89,10 @@ resource "aws_sqs_queue" "dead_letters" {
 resource "aws_sqs_queue" "continuations" {
   name                       = "${var.name}-continuations"
   visibility_timeout_seconds = local.queue_visibility_timeout_secs
-  message_retention_seconds  = max(345600, min(1209600, ceil(var.async_ttl_secs)))
-  sqs_managed_sse_enabled    = true
+  # A continuation must outlive its request (AsyncTTLSecs), up to SQS's
+  # 14-day maximum; never less than SQS's 4-day default.
+  message_retention_seconds = max(345600, min(1209600, ceil(var.async_ttl_secs)))
+  sqs_managed_sse_enabled   = true
   redrive_policy = jsonencode({
     deadLetterTargetArn = aws_sqs_queue.dead_letters.arn
     maxReceiveCount     = var.max_receive_count
@@ -238,4 +240,27 @@ resource "aws_lambda_function_url" "gateway" {
   function_name      = aws_lambda_function.gateway.function_name
   authorization_type = var.function_url_auth_type
   invoke_mode        = var.invoke_mode
+}
+
+# A public URL (auth type NONE) needs both statements since October 2025:
+# InvokeFunctionUrl for the URL and InvokeFunction through it. Recent providers
+# add them untracked when the URL is created; these are tracked in the state
+# (own statement ids, so they never collide). With AWS_IAM, the callers' own
+# policies grant the same two actions.
+resource "aws_lambda_permission" "url_public" {
+  count                  = var.function_url_auth_type == "NONE" ? 1 : 0
+  statement_id           = "GatewayURLPublicAccess"
+  action                 = "lambda:InvokeFunctionUrl"
+  function_name          = aws_lambda_function.gateway.function_name
+  principal              = "*"
+  function_url_auth_type = "NONE"
+}
+
+resource "aws_lambda_permission" "url_invoke" {
+  count                    = var.function_url_auth_type == "NONE" ? 1 : 0
+  statement_id             = "GatewayURLInvokeViaURL"
+  action                   = "lambda:InvokeFunction"
+  function_name            = aws_lambda_function.gateway.function_name
+  principal                = "*"
+  invoked_via_function_url = true
 }
