@@ -416,6 +416,7 @@ func functions() map[string]function.Function {
 		"tonumber":   stdlib.MakeToFunc(cty.Number),
 		"toset":      stdlib.MakeToFunc(cty.Set(cty.DynamicPseudoType)),
 		"tostring":   stdlib.MakeToFunc(cty.String),
+		"trimspace":  stdlib.TrimSpaceFunc,
 		"try":        tryfunc.TryFunc,
 	}
 }

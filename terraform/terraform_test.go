@@ -495,6 +495,9 @@ func TestNesting(t *testing.T) {
 		{vars{"hosts": cty.ListVal([]cty.Value{cty.StringVal("ftp://b")})}, false},
 		{vars{"user_profiles": cty.StringVal(`[{"userId":"a"}]`)}, true},
 		{vars{"user_profiles": cty.StringVal(`{"userId":"a"}`)}, false},
+		{vars{"user_profiles": cty.StringVal(` [{"userId":"a","async-config":{"enabled":true}},{"userId":"b","x":1}]`)}, true},
+		{vars{"user_profiles": cty.StringVal(`[{"userId":"a"`)}, false},
+		{vars{"user_profiles": cty.StringVal("file:profiles.json")}, true},
 	}
 	aws := []outcome{
 		{vars{"lambda_timeout": n(60), "timeout": n(59000)}, true},
@@ -510,6 +513,11 @@ func TestNesting(t *testing.T) {
 		{vars{"invoke_mode": cty.StringVal("STREAM")}, false},
 		{vars{"architecture": cty.StringVal("x86_64")}, true},
 		{vars{"architecture": cty.StringVal("arm")}, false},
+		// Notifications go only to queues the role may use.
+		{vars{"user_profiles": cty.StringVal(`[{"userId":"a","async-config":{"topic":"gw-events"}}]`), "notification_queue_prefix": cty.StringVal("gw-")}, true},
+		{vars{"user_profiles": cty.StringVal(`[{"userId":"a","async-config":{"topic":"events"}}]`), "notification_queue_prefix": cty.StringVal("gw-")}, false},
+		{vars{"user_profiles": cty.StringVal(`[{"userId":"a","async-config":{"topic":"gw-events"}}]`)}, false},
+		{vars{"user_profiles": cty.StringVal(`[{"userId":"a","async-config":{"enabled":true}}]`)}, true},
 	}
 	for _, c := range []struct {
 		sp    spec
@@ -522,6 +530,74 @@ func TestNesting(t *testing.T) {
 			}
 			report(t, "nesting", checkOutcomes(m, c.sp, c.cases))
 		})
+	}
+}
+
+// TestAzureStorage checks the Azure module's queues and containers: the
+// continuation queue is the one the gateway and function.json use, its
+// -poison queue exists, the profiles' containers and topics are created, and
+// the expiry rule covers every result container but not the deployment one.
+func TestAzureStorage(t *testing.T) {
+	m, err := loadModule("azure")
+	if err != nil {
+		t.Fatal(err)
+	}
+	profiles := `[{"userId":"a","async-config":{"enabled":true,"containername":"batch-results","topic":"batch-events"}},{"userId":"b"}]`
+	e, err := m.eval(azureSpec.sample.with(vars{"user_profiles": cty.StringVal(profiles), "result_containers": cty.ListVal([]cty.Value{cty.StringVal("extra-results")})}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	str := func(v cty.Value, err error) string {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, _ := text(v)
+		return s
+	}
+	list := func(v cty.Value, err error) []string {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for it := v.ElementIterator(); it.Next(); {
+			_, ev := it.Element()
+			s, _ := text(ev)
+			out = append(out, s)
+		}
+		sort.Strings(out)
+		return out
+	}
+	queue := str(e.attr("azurerm_storage_queue.continuations", "name"))
+	if queue != "gateway-continuations" {
+		t.Errorf("continuation queue %q, want gateway-continuations (function.json's literal and the AsyncQueue default)", queue)
+	}
+	if got := str(e.attr("azurerm_storage_queue.poison", "name")); got != queue+"-poison" {
+		t.Errorf("poison queue %q, want %q", got, queue+"-poison")
+	}
+	written, err := writtenSettings(m, azureSpec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := text(written["AsyncQueue"]); got != queue {
+		t.Errorf("AsyncQueue=%q, want the queue the module creates, %q", got, queue)
+	}
+	if got, want := list(e.localValue("result_containers")), []string{"batch-results", "extra-results", "gateway", "gateway-results"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("result containers %q, want %q", got, want)
+	}
+	if got, want := list(e.localValue("notification_queues")), []string{"batch-events"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("notification queues %q, want %q", got, want)
+	}
+	prefixes := list(e.attr("azurerm_storage_management_policy.results", "rule", "filters", "prefix_match"))
+	if want := []string{"batch-results/", "extra-results/", "gateway-results/", "gateway/"}; !reflect.DeepEqual(prefixes, want) {
+		t.Errorf("expiry rule prefixes %q, want %q", prefixes, want)
+	}
+	deploy := str(e.attr("azurerm_storage_container.deploy", "name"))
+	for _, p := range prefixes {
+		if strings.HasPrefix(deploy+"/", p) {
+			t.Errorf("expiry rule prefix %q would delete the deployment package in %q", p, deploy)
+		}
 	}
 }
 

@@ -19,6 +19,10 @@ locals {
 
   log_group_name = "/aws/lambda/${var.name}"
 
+  # The notification queues the profiles name (when user_profiles is JSON).
+  profiles       = try(jsondecode(var.user_profiles), [])
+  profile_topics = [for p in local.profiles : p["async-config"]["topic"] if try(p["async-config"]["topic"], "") != ""]
+
   # Written by the module from its own resources.
   host_settings = {
     AsyncStore = "s3://${aws_s3_bucket.results.bucket}"
@@ -228,6 +232,10 @@ resource "aws_lambda_function" "gateway" {
     precondition {
       condition     = !var.async_mode_enabled || var.async_trigger_timeout == tonumber(local.gateway_defaults.AsyncTriggerTimeout) || var.async_trigger_timeout <= local.limit_ms - var.function_limit_margin_ms
       error_message = "async_trigger_timeout must let the 202 go out inside one invocation: at most lambda_timeout less function_limit_margin_ms."
+    }
+    precondition {
+      condition     = alltrue([for t in local.profile_topics : var.notification_queue_prefix != null && startswith(t, coalesce(var.notification_queue_prefix, "-"))])
+      error_message = "Every async-config.topic of user_profiles must start with notification_queue_prefix: the function may only send to queues so named."
     }
     precondition {
       condition     = var.function_timeout_secs == null || coalesce(var.function_timeout_secs, 0) <= var.lambda_timeout

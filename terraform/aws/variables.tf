@@ -343,7 +343,7 @@ variable "user_profiles" {
   default     = null
 
   validation {
-    condition     = var.user_profiles == null || startswith(coalesce(var.user_profiles, "file:"), "file:") || can(tolist(jsondecode(coalesce(var.user_profiles, "[]"))))
+    condition     = var.user_profiles == null || startswith(coalesce(var.user_profiles, "file:"), "file:") || (startswith(trimspace(coalesce(var.user_profiles, "[]")), "[") && can(jsondecode(coalesce(var.user_profiles, "[]"))))
     error_message = "The user_profiles value must be a JSON array of profiles or file:<path>."
   }
 }

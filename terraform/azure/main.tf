@@ -5,14 +5,24 @@ locals {
   # The continuation queue: the literal name in functions/continuation/function.json
   # and the AsyncQueue default for AsyncStore=azure. Change both together.
   continuation_queue = "gateway-continuations"
-  # The Functions host creates <queue>-poison itself on the first message
-  # that exceeds maxDequeueCount.
+  # The Functions host moves a message past maxDequeueCount to <queue>-poison
+  # (and would create that queue itself); the module creates it so that it
+  # exists, is visible and goes away with the rest.
+  poison_queue = "${local.continuation_queue}-poison"
+
+  # Containers and notification queues named by the profiles (when
+  # user_profiles is JSON; list them in result_containers and
+  # notification_topics when it is file:<path>).
+  profiles            = try(jsondecode(var.user_profiles), [])
+  profile_containers  = [for p in local.profiles : p["async-config"]["containername"] if try(p["async-config"]["containername"], "") != ""]
+  profile_topics      = [for p in local.profiles : p["async-config"]["topic"] if try(p["async-config"]["topic"], "") != ""]
+  notification_queues = distinct(concat(local.profile_topics, var.notification_topics))
 
   # The gateway's own containers: records, request bodies and the idempotency
   # index in "gateway", results of profiles without a containername in
   # "gateway-results".
   gateway_containers = ["gateway", "gateway-results"]
-  result_containers  = distinct(concat(local.gateway_containers, var.result_containers))
+  result_containers  = distinct(concat(local.gateway_containers, local.profile_containers, var.result_containers))
   deploy_container   = "app-package"
 
   storage_account_name = coalesce(var.storage_account_name, substr(replace("${var.name}gw", "-", ""), 0, 24))
@@ -73,8 +83,13 @@ resource "azurerm_storage_queue" "continuations" {
   storage_account_id = azurerm_storage_account.gateway.id
 }
 
+resource "azurerm_storage_queue" "poison" {
+  name               = local.poison_queue
+  storage_account_id = azurerm_storage_account.gateway.id
+}
+
 resource "azurerm_storage_queue" "notifications" {
-  for_each           = toset(var.notification_topics)
+  for_each           = toset(local.notification_queues)
   name               = each.value
   storage_account_id = azurerm_storage_account.gateway.id
 }

@@ -19,8 +19,18 @@ output "storage_account_name" {
 }
 
 output "continuation_queue_name" {
-  description = "The continuation queue (AsyncQueue); the host moves messages past maxDequeueCount to <name>-poison, which it creates itself."
+  description = "The continuation queue (AsyncQueue)."
   value       = azurerm_storage_queue.continuations.name
+}
+
+output "poison_queue_name" {
+  description = "Where the Functions host moves a continuation message after maxDequeueCount failed deliveries."
+  value       = azurerm_storage_queue.poison.name
+}
+
+output "notification_queue_names" {
+  description = "The lifecycle notification queues (the profiles' topics)."
+  value       = sort(local.notification_queues)
 }
 
 output "result_containers" {

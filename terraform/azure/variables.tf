@@ -80,7 +80,7 @@ variable "function_timeout" {
 }
 
 variable "result_containers" {
-  description = "Extra blob containers for async results: every async-config.containername of user_profiles. The gateway's own containers (gateway, gateway-results) are always created."
+  description = "Extra blob containers for async results. The gateway's own (gateway, gateway-results) and every async-config.containername of a JSON user_profiles are always created; list here those of a file:<path> user_profiles."
   type        = list(string)
   default     = []
   nullable    = false
@@ -92,7 +92,7 @@ variable "result_containers" {
 }
 
 variable "notification_topics" {
-  description = "Storage queues to create for lifecycle notifications: every async-config.topic of user_profiles (the gateway also creates a missing one on first use)."
+  description = "Extra storage queues for lifecycle notifications. Every async-config.topic of a JSON user_profiles is always created; list here those of a file:<path> user_profiles (the gateway also creates a missing one on first use)."
   type        = list(string)
   default     = []
   nullable    = false
@@ -310,7 +310,7 @@ variable "user_profiles" {
   default     = null
 
   validation {
-    condition     = var.user_profiles == null || startswith(coalesce(var.user_profiles, "file:"), "file:") || can(tolist(jsondecode(coalesce(var.user_profiles, "[]"))))
+    condition     = var.user_profiles == null || startswith(coalesce(var.user_profiles, "file:"), "file:") || (startswith(trimspace(coalesce(var.user_profiles, "[]")), "[") && can(jsondecode(coalesce(var.user_profiles, "[]"))))
     error_message = "The user_profiles value must be a JSON array of profiles or file:<path>."
   }
 }

@@ -29,6 +29,4 @@ module "gateway" {
   user_profiles = jsonencode([
     { userId = "batch", "async-config" = { enabled = true, containername = "batch-results", topic = "batch-events" } },
   ])
-  result_containers   = ["batch-results"]
-  notification_topics = ["batch-events"]
 }
