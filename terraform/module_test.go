@@ -32,6 +32,7 @@ type module struct {
 	locals    map[string]hcl.Expression
 	resources map[string]*hclsyntax.Block // "type.name"
 	data      map[string]*hclsyntax.Block // "type.name"
+	calls     map[string]*hclsyntax.Block // module blocks, by name
 }
 
 // variable is one variable block.
@@ -69,7 +70,7 @@ func loadModule(dir string) (*module, error) {
 // parseModule parses a module given as file name → source.
 func parseModule(name string, files map[string][]byte) (*module, error) {
 	m := &module{name: name, vars: map[string]*variable{}, locals: map[string]hcl.Expression{},
-		resources: map[string]*hclsyntax.Block{}, data: map[string]*hclsyntax.Block{}}
+		resources: map[string]*hclsyntax.Block{}, data: map[string]*hclsyntax.Block{}, calls: map[string]*hclsyntax.Block{}}
 	p := hclparse.NewParser()
 	names := make([]string, 0, len(files))
 	for n := range files {
@@ -101,6 +102,8 @@ func parseModule(name string, files map[string][]byte) (*module, error) {
 				m.resources[b.Labels[0]+"."+b.Labels[1]] = b
 			case "data":
 				m.data[b.Labels[0]+"."+b.Labels[1]] = b
+			case "module":
+				m.calls[b.Labels[0]] = b
 			}
 		}
 	}
@@ -308,6 +311,30 @@ func (m *module) attrExpr(resource string, path ...string) (hcl.Expression, erro
 		return nil, fmt.Errorf("%s: %s has no argument %s", m.name, resource, strings.Join(path, "."))
 	}
 	return a.Expr, nil
+}
+
+// callArgs evaluates the arguments of module call name, source and the
+// other meta-arguments left out.
+func (e *evaluator) callArgs(name string) (source string, args vars, err error) {
+	b, ok := e.m.calls[name]
+	if !ok {
+		return "", nil, fmt.Errorf("%s: no module %s", e.m.name, name)
+	}
+	args = vars{}
+	for k, a := range b.Body.Attributes {
+		v, err := e.value(a.Expr)
+		if err != nil {
+			return "", nil, fmt.Errorf("module.%s.%s: %w", name, k, err)
+		}
+		switch k {
+		case "source":
+			source = v.AsString()
+		case "version", "providers", "count", "for_each", "depends_on":
+		default:
+			args[k] = v
+		}
+	}
+	return source, args, nil
 }
 
 // failedValidations returns the error messages of the variables'
