@@ -12,6 +12,9 @@ import (
 	"github.com/zclconf/go-cty/cty"
 )
 
+// TestModules runs every check on both modules: what they write is read by
+// the gateway, their defaults are its defaults, every setting has a variable,
+// results outlive their requests and (AWS) the queue outlasts the function.
 func TestModules(t *testing.T) {
 	known := gatewaySettings()
 	for _, sp := range []spec{azureSpec, awsSpec} {
@@ -403,4 +406,3 @@ func TestExamples(t *testing.T) {
 		})
 	}
 }
-
