@@ -74,8 +74,12 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// clearLocked lifts the read deadline once the body is read, except after
+// a timeout: then the deadline stays past, so that the server, which tries
+// to drain an unread body after the handler, gives up at once and closes
+// the connection instead of waiting on a trickling client.
 func (b *bodyReader) clearLocked() {
-	if b.set && !b.finished {
+	if b.set && !b.finished && !b.timeout {
 		b.rc.SetReadDeadline(time.Time{})
 		b.set = false
 	}

@@ -388,12 +388,16 @@ func TestSlowUpload408(t *testing.T) {
 					}
 				}()
 			}
-			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			br := bufio.NewReader(conn)
+			resp, err := http.ReadResponse(br, nil)
 			took := time.Since(start)
 			if err != nil {
 				t.Fatal(err)
 			}
 			body, _ := io.ReadAll(resp.Body)
+			if _, err := br.ReadByte(); err != io.EOF {
+				t.Errorf("after the 408 the connection gave %v; want it closed (EOF)", err)
+			}
 			if resp.StatusCode != 408 || errorCode(t, body) != "RequestTimeout" || !resp.Close {
 				t.Errorf("answer %d %s (close %v); want 408 RequestTimeout and Connection: close", resp.StatusCode, body, resp.Close)
 			}
