@@ -53,10 +53,13 @@ type Request struct {
 	// Upgrade header, and a 101 answer comes back with a body that is also
 	// an io.Writer, the tunnel to the backend.
 	Upgrade string
-	// Informational, if set, is called with each 1xx answer (other than
-	// 100 and 101) an attempt receives before its final one, from the
-	// transport's goroutine while Forward waits; an error fails the attempt.
+	// Informational, if set, is called with each 1xx answer other than 101
+	// (100 Continue included) an attempt receives before its final one,
+	// from the transport's goroutine while Forward waits; an error fails
+	// the attempt.
 	Informational func(code int, header textproto.MIMEHeader) error
+
+	trace httptrace.ClientTrace // the attempt's, calling Informational
 }
 
 // Result is a backend response the client gets: its status and headers
@@ -357,12 +360,19 @@ func (f *Forwarder) deliver(ar *attemptResult, attempts []Attempt, route *Route,
 		resp.Body = &upgradeBody{ReadWriteCloser: rwc, cancel: ar.cancel, streamCancel: streamCancel}
 		return &Result{Response: resp, Attempts: attempts}
 	}
-	sb := &streamBody{body: resp.Body, ctx: ar.ctx, cancel: ar.cancel, streamCancel: streamCancel, idle: route.IdleTimeout, stats: f.Stats}
+	// The Result and its body stream are allocated together.
+	d := &struct {
+		res Result
+		sb  streamBody
+	}{}
+	sb := &d.sb
+	sb.body, sb.ctx, sb.cancel, sb.streamCancel, sb.idle, sb.stats = resp.Body, ar.ctx, ar.cancel, streamCancel, route.IdleTimeout, f.Stats
 	if route.FirstByteTimeout > 0 {
 		sb.timer = time.AfterFunc(route.FirstByteTimeout, sb.fire)
 	}
 	resp.Body = sb
-	return &Result{Response: resp, Attempts: attempts}
+	d.res = Result{Response: resp, Attempts: attempts}
+	return &d.res
 }
 
 // upgradeBody is the connection to a backend that switched protocols
@@ -488,12 +498,20 @@ func buildOutgoing(ctx context.Context, req *Request, path string, host *url.URL
 		h[k] = v
 	}
 	RemoveHopHeaders(h)
+	// One backing array for the values set here: one allocation, not one
+	// per header. Each value is its own full slice, so no append can spill
+	// into the next.
+	vals := make([]string, 0, 8)
+	set := func(k, v string) {
+		vals = append(vals, v)
+		h[k] = vals[len(vals)-1 : len(vals) : len(vals)]
+	}
 	if req.Upgrade != "" {
 		h["Connection"] = []string{"Upgrade"}
 		h["Upgrade"] = []string{req.Upgrade}
 	}
 	if _, ok := req.Header["User-Agent"]; !ok {
-		h["User-Agent"] = []string{""} // the transport sends none, rather than its own
+		set("User-Agent", "") // the transport sends none, rather than its own
 	}
 	if te := req.Header["Te"]; len(te) > 0 && strings.Contains(strings.ToLower(strings.Join(te, ",")), "trailers") {
 		h["Te"] = []string{"trailers"} // gRPC needs it end to end
@@ -502,30 +520,26 @@ func buildOutgoing(ctx context.Context, req *Request, path string, host *url.URL
 		if prior := h["X-Forwarded-For"]; len(prior) > 0 {
 			ip = strings.Join(prior, ", ") + ", " + ip
 		}
-		h["X-Forwarded-For"] = []string{ip}
+		set("X-Forwarded-For", ip)
 	}
 	if req.Proto != "" {
-		h["X-Forwarded-Proto"] = []string{req.Proto}
+		set("X-Forwarded-Proto", req.Proto)
 	}
 	if req.Host != "" {
-		h["X-Forwarded-Host"] = []string{req.Host}
+		set("X-Forwarded-Host", req.Host)
 	}
 	if req.IdempotencyKey != "" {
-		h["Idempotency-Key"] = []string{req.IdempotencyKey}
+		set("Idempotency-Key", req.IdempotencyKey)
 	}
-	msStr := strconv.FormatInt(max(window.Milliseconds(), 1), 10)
-	h["X-Envoy-Expected-Rq-Timeout-Ms"] = []string{msStr}
+	set("X-Envoy-Expected-Rq-Timeout-Ms", strconv.FormatInt(max(window.Milliseconds(), 1), 10))
 	if ct := h.Get("Content-Type"); strings.HasPrefix(ct, "application/grpc") {
 		h["Grpc-Timeout"] = []string{GRPCTimeout(window)}
 	}
 	u := joinURL(host, req.Path, path, req.RawQuery)
 	if req.Informational != nil {
-		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{Got1xxResponse: func(code int, hdr textproto.MIMEHeader) error {
-			if code == http.StatusContinue {
-				return nil // the server in front answers Expect: 100-continue itself
-			}
-			return req.Informational(code, hdr)
-		}})
+		// The trace lives in req: attempts run one after another.
+		req.trace = httptrace.ClientTrace{Got1xxResponse: req.Informational}
+		ctx = httptrace.WithClientTrace(ctx, &req.trace)
 	}
 	var body io.ReadCloser = http.NoBody
 	var getBody func() (io.ReadCloser, error)

@@ -118,6 +118,9 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request) {
 	// httputil.ReverseProxy relays them. Forward runs on this goroutine, so
 	// nothing else writes to w meanwhile.
 	req.Informational = func(code int, mh textproto.MIMEHeader) error {
+		if code == http.StatusContinue {
+			return nil // the server answers Expect: 100-continue itself
+		}
 		hdr := w.Header()
 		for k, v := range mh {
 			hdr[k] = v
@@ -265,7 +268,7 @@ func (h *Handler) relay(w http.ResponseWriter, res *core.Result, route *core.Rou
 		hdr[k] = v
 	}
 	core.RemoveHopHeaders(hdr)
-	hdr["X-Attempts"] = []string{strconv.Itoa(len(res.Attempts))}
+	hdr["X-Attempts"] = attemptsValue(len(res.Attempts))
 	if len(resp.Trailer) > 0 {
 		for k := range resp.Trailer {
 			hdr.Add("Trailer", k)
@@ -300,6 +303,23 @@ func (h *Handler) relay(w http.ResponseWriter, res *core.Result, route *core.Rou
 	for k, v := range resp.Trailer {
 		hdr[http.TrailerPrefix+k] = v
 	}
+}
+
+// attemptsValues are the x-Attempts header values of small counts, shared
+// by every response (net/http only reads header values); each is a full
+// slice, so an append copies it.
+var attemptsValues = func() (v [16][]string) {
+	for i := range v {
+		v[i] = []string{strconv.Itoa(i)}
+	}
+	return v
+}()
+
+func attemptsValue(n int) []string {
+	if n >= 0 && n < len(attemptsValues) {
+		return attemptsValues[n]
+	}
+	return []string{strconv.Itoa(n)}
 }
 
 // copyBufs are the buffers of copyBody, shared by every response.
