@@ -10,7 +10,7 @@ BENCHSTAT_VERSION := v0.0.0-20260908200009-22c9c6c9d4da
 NODE_VERSION := 22.23.5
 AZURITE_VERSION := 3.37.0
 
-.PHONY: all build test check vet fmt lint unit tools bench fuzz demo clean
+.PHONY: all build test check vet fmt lint unit tools bench bench-wrk fuzz demo clean
 
 all: build
 
@@ -56,6 +56,14 @@ bench: tools
 	benchstat bench/last.txt
 	@echo; echo "gateway vs bare httputil.ReverseProxy (and direct):"
 	benchstat -filter '/impl:(bare OR gateway OR direct)' -col /impl bench/last.txt
+
+## bench-wrk: requests/s of the gateway and a bare httputil.ReverseProxy, side by side (wrk -t2 -c32).
+bench-wrk: /usr/bin/wrk
+	bench/wrk.sh
+
+# wrk comes from Debian.
+/usr/bin/wrk:
+	apt-get update && apt-get install -y wrk
 
 ## fuzz: a short run of every fuzz target.
 fuzz:
