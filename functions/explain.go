@@ -106,14 +106,14 @@ func explainCmd(args []string, env func(string) (string, bool), now time.Time, s
 		tmoFrom = " by default"
 	}
 	p.TTL = ttlSecs.D()
-	p.TTLFrom = fmt.Sprintf("DefaultTTLSecs=%s%s", explainSecs(p.TTL), ttlFrom)
+	ttlText := fmt.Sprintf("DefaultTTLSecs=%s%s", explainSecs(p.TTL), ttlFrom)
 	if given["s7pttl"] {
 		deadline, err := core.ParseTTL(*s7pttl, now)
 		if err != nil {
 			return explainBad(stderr, "s7pttl", *s7pttl, err.Error())
 		}
 		p.TTL = deadline.Sub(now)
-		p.TTLFrom = fmt.Sprintf("S7PTTL=%s, overriding DefaultTTLSecs=%s", strings.TrimSpace(*s7pttl), explainSecs(ttlSecs.D()))
+		ttlText = fmt.Sprintf("S7PTTL=%s, overriding DefaultTTLSecs=%s", strings.TrimSpace(*s7pttl), explainSecs(ttlSecs.D()))
 	}
 	p.Timeout = tmo.D()
 	if given["s7ptimeout"] {
@@ -138,7 +138,7 @@ func explainCmd(args []string, env func(string) (string, bool), now time.Time, s
 	}
 	p.MaxAttempts = int(count)
 	p.BackoffBase = base.D()
-	p.Replies, err = core.ParseReplies(*attempts)
+	p.Replies, err = parseReplies(*attempts)
 	if err != nil {
 		return explainBad(stderr, "attempts", *attempts, err.Error())
 	}
@@ -152,7 +152,7 @@ func explainCmd(args []string, env func(string) (string, bool), now time.Time, s
 	fmt.Fprintf(stdout, "settings: TTL %s s; Timeout %d ms%s; %s; queue wait %s s; %s; %s\n\n",
 		explainSecs(p.TTL), p.Timeout.Milliseconds(), tmoFrom, explainAttemptsText(t.Params.MaxAttempts, countFrom),
 		explainSecs(p.QueueWait), explainLimitText(p, fnFrom), explainBackoffText(p.BackoffBase))
-	if err := t.WriteTable(stdout); err != nil {
+	if err := writeTable(stdout, &t, ttlText); err != nil {
 		fmt.Fprintf(stderr, "explain: write: %v\n", err)
 		return 1
 	}
