@@ -518,3 +518,51 @@ func TestNilStats(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamedUploadStalled: a body too large to buffer streams to the
+// backend; when it stalls past ClientBodyTimeoutMs the client gets 408
+// RequestTimeout and the connection is closed.
+func TestStreamedUploadStalled(t *testing.T) {
+	got := make(chan int64, 1)
+	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		got <- n
+	}))
+	defer be.Close()
+	g := startGW(t, be.URL, func(h *Handler) {
+		h.Settings.ClientBodyTimeoutMs = core.Millis(300 * time.Millisecond)
+		h.Settings.MaxRetryBodyBytes = 10
+	})
+	conn, err := net.Dial("tcp", g.addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	start := time.Now()
+	io.WriteString(conn, "POST /up HTTP/1.1\r\nHost: gw\r\nContent-Length: 1000\r\n\r\n"+strings.Repeat("y", 100))
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 408 || errorCode(t, body) != "RequestTimeout" || !resp.Close {
+		t.Errorf("answer %d %s (close %v); want 408 RequestTimeout and Connection: close", resp.StatusCode, body, resp.Close)
+	}
+	if took < 250*time.Millisecond || took > 2*time.Second {
+		t.Errorf("408 after %v; want about 300 ms", took)
+	}
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Errorf("after the 408 the connection gave %v; want it closed (EOF)", err)
+	}
+	select {
+	case n := <-got:
+		if n >= 1000 {
+			t.Errorf("the backend got %d bytes of a body that never arrived whole", n)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the backend's request was not ended")
+	}
+}

@@ -110,7 +110,7 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, gerr, &lg)
 		return
 	}
-	if h.asyncEligible(r, route, req) {
+	if req.Upgrade == "" && h.asyncEligible(r, route, req) {
 		h.proxyAsync(w, r, req, &lg)
 		return
 	}
