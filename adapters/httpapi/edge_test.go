@@ -323,6 +323,28 @@ func TestUpgradeTunnelled(t *testing.T) {
 	}
 }
 
+// TestUnaskedSwitchRefused: a 101 the client did not ask for is not
+// relayed as a dead connection: 502.
+func TestUnaskedSwitchRefused(t *testing.T) {
+	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n")
+		brw.Flush()
+		io.Copy(io.Discard, brw)
+	}))
+	defer be.Close()
+	g := startGW(t, be.URL, nil)
+	resp, body := rawRequest(t, g.addr(), "GET /plain HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n")
+	if resp.StatusCode != 502 || errorCode(t, body) != "BackendUnavailable" || !strings.Contains(string(body), "echo") {
+		t.Errorf("unasked 101: %d %s; want 502 BackendUnavailable naming the protocol", resp.StatusCode, body)
+	}
+}
+
 // TestUpgradeRefused: a host that cannot hold a connection refuses an
 // upgrade request with 501 UpgradeUnsupported, without reaching a backend.
 func TestUpgradeRefused(t *testing.T) {

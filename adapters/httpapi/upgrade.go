@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +29,14 @@ func (h *Handler) tunnel(w http.ResponseWriter, r *http.Request, res *core.Resul
 		return
 	}
 	defer back.Close()
+	asked, got := upgradeType(r.Header), resp.Header.Get("Upgrade")
+	if asked == "" || !strings.EqualFold(asked, got) {
+		// As httputil.ReverseProxy: a switch the client did not ask for
+		// would hand it a connection it cannot speak.
+		h.fail(w, &core.Error{Reason: core.ReasonBackendUnavailable,
+			Message: "the backend switched protocols to " + strconv.Quote(trim(got)) + " when " + strconv.Quote(trim(asked)) + " was asked", Attempts: res.Attempts}, lg)
+		return
+	}
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		h.fail(w, &core.Error{Reason: core.ReasonUpgradeUnsupported, Message: "this connection cannot be upgraded: " + err.Error(), Attempts: res.Attempts}, lg)
