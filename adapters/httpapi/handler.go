@@ -46,10 +46,17 @@ type Handler struct {
 	bodies *core.ByteBudget // MaxBufferedBytes
 }
 
-// Init prepares h for serving.
+// Init prepares h for serving. A zero Settings.MaxBufferedBytes means the
+// contract's default budget (core.DefaultSettings); a zero
+// ClientBodyTimeoutMs, no limit on the silence between body reads (the TTL
+// still bounds a buffered body).
 func (h *Handler) Init() {
 	h.router = core.NewRouter(h.Settings)
-	h.bodies = core.NewByteBudget(int64(h.Settings.MaxBufferedBytes))
+	budget := h.Settings.MaxBufferedBytes
+	if budget == 0 {
+		budget = core.DefaultSettings().MaxBufferedBytes
+	}
+	h.bodies = core.NewByteBudget(int64(budget))
 	if h.Logger == nil {
 		h.Logger = slog.New(slog.DiscardHandler)
 	}
