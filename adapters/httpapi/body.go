@@ -149,6 +149,7 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, req *core.Req
 		if _, err := io.ReadFull(b, buf); err != nil {
 			return b, b.readError(err)
 		}
+		b.clear() // read whole: no deadline may outlive the upload
 		req.Body = buf
 		return b, nil
 	}
@@ -188,8 +189,16 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, req *core.Req
 			return b, b.readError(err)
 		}
 	}
+	b.clear()
 	req.Body = buf
 	return b, nil
+}
+
+// clear lifts the read deadline.
+func (b *bodyReader) clear() {
+	b.mu.Lock()
+	b.clearLocked()
+	b.mu.Unlock()
 }
 
 // readError classifies a failed read of a buffered body.

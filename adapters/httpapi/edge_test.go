@@ -589,3 +589,34 @@ func TestStreamedUploadStalled(t *testing.T) {
 		t.Error("the backend's request was not ended")
 	}
 }
+
+// TestBodyDeadlineEndsWithUpload: once a body has arrived, a backend
+// slower than ClientBodyTimeoutMs is no upload stall.
+func TestBodyDeadlineEndsWithUpload(t *testing.T) {
+	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		select {
+		case <-time.After(600 * time.Millisecond):
+		case <-r.Context().Done():
+			return
+		}
+		w.Write(b)
+	}))
+	defer be.Close()
+	g := startGW(t, be.URL, func(h *Handler) { h.Settings.ClientBodyTimeoutMs = core.Millis(200 * time.Millisecond) })
+	for _, chunked := range []bool{false, true} {
+		var rb io.Reader = strings.NewReader("hello")
+		if chunked {
+			rb = io.MultiReader(rb)
+		}
+		resp, err := http.Post(g.srv.URL+"/slow", "text/plain", rb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(body) != "hello" {
+			t.Errorf("chunked %v: %d %q; want 200 hello after the slow backend", chunked, resp.StatusCode, body)
+		}
+	}
+}
