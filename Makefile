@@ -11,7 +11,7 @@ NODE_VERSION := 22.23.5
 AZURITE_VERSION := 3.37.0
 TFLINT_VERSION := v0.64.0
 
-.PHONY: all build test check vet fmt lint tflint unit tools bench fuzz demo clean
+.PHONY: all build test check vet fmt lint tflint unit tools bench bench-wrk fuzz demo clean
 
 all: build
 
@@ -69,6 +69,14 @@ bench: tools
 	benchstat bench/last.txt
 	@echo; echo "gateway vs bare httputil.ReverseProxy (and direct):"
 	benchstat -filter '/impl:(bare OR gateway OR direct)' -col /impl bench/last.txt
+
+## bench-wrk: requests/s of the gateway and a bare httputil.ReverseProxy, side by side (wrk -t2 -c32).
+bench-wrk: /usr/bin/wrk
+	bench/wrk.sh
+
+# wrk comes from Debian.
+/usr/bin/wrk:
+	apt-get update && apt-get install -y wrk
 
 ## fuzz: a short run of every fuzz target.
 fuzz:

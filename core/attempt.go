@@ -42,6 +42,9 @@ const (
 	ReasonBackendUnavailable        // 502
 	ReasonAsyncUnavailable          // 503
 	ReasonClientGone                // the client left; nothing is sent
+	ReasonInvalidPath               // 400: the path has a .. segment
+	ReasonRequestTimeout            // 408: the client's body did not arrive in time
+	ReasonUpgradeUnsupported        // 501: the host cannot hold an upgraded connection
 )
 
 // Code returns the contract's error code for r.
@@ -63,6 +66,12 @@ func (r Reason) Code() string {
 		return "AsyncUnavailable"
 	case ReasonClientGone:
 		return "ClientClosedRequest"
+	case ReasonInvalidPath:
+		return "InvalidPath"
+	case ReasonRequestTimeout:
+		return "RequestTimeout"
+	case ReasonUpgradeUnsupported:
+		return "UpgradeUnsupported"
 	}
 	return "Internal"
 }
@@ -72,8 +81,12 @@ func (r Reason) Code() string {
 // This is CONTRACT §5's table, kept in core because async results record it.
 func (r Reason) Status(attempted bool) int {
 	switch r {
-	case ReasonInvalidTTL, ReasonInvalidTimeout:
+	case ReasonInvalidTTL, ReasonInvalidTimeout, ReasonInvalidPath:
 		return http.StatusBadRequest
+	case ReasonRequestTimeout:
+		return http.StatusRequestTimeout
+	case ReasonUpgradeUnsupported:
+		return http.StatusNotImplemented
 	case ReasonTTLExpired:
 		if !attempted {
 			return http.StatusPreconditionFailed

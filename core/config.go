@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/url"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -38,6 +39,16 @@ type Settings struct {
 	// MaxRetryBodyBytes is the largest request body buffered so it can be
 	// resent; larger bodies stream to the first attempt and are not retried.
 	MaxRetryBodyBytes Count `default:"10485760"`
+	// MaxBufferedBytes is the process-wide budget for buffered request
+	// bodies; a body that does not fit streams to a single attempt.
+	MaxBufferedBytes Count `default:"134217728"`
+	// ClientBodyTimeoutMs is the longest silence between two reads of a
+	// request body; the TTL bounds a buffered upload as a whole too.
+	ClientBodyTimeoutMs Millis `default:"30000"`
+	// PublicBaseURL, if set, is the public base of the status URIs and
+	// gateway-served result URLs in answers; empty means the request's own
+	// Host and scheme.
+	PublicBaseURL BaseURL
 	// FunctionLimitMarginMs is kept free before the host's execution limit,
 	// to answer or hand off to async.
 	FunctionLimitMarginMs Millis `default:"1000"`
@@ -66,6 +77,34 @@ type Settings struct {
 	FunctionTimeoutSecs Seconds
 	// ListenAddr is the local host's listen address.
 	ListenAddr string `default:"127.0.0.1:8080"`
+}
+
+// DefaultSettings returns the documented defaults of CONTRACT §2, read
+// from the `default` struct tags of Settings — the one source of defaults,
+// which the edge's envconfig reads too. Fields without a default (Hosts
+// among them) are zero.
+func DefaultSettings() Settings {
+	var s Settings
+	v := reflect.ValueOf(&s).Elem()
+	t := v.Type()
+	for i := range t.NumField() {
+		def, ok := t.Field(i).Tag.Lookup("default")
+		if !ok {
+			continue
+		}
+		f := v.Field(i)
+		if d, ok := f.Addr().Interface().(interface{ Decode(string) error }); ok {
+			if err := d.Decode(def); err != nil {
+				panic("core: default of " + t.Field(i).Name + ": " + err.Error())
+			}
+			continue
+		}
+		if f.Kind() != reflect.String {
+			panic("core: no decoder for the default of " + t.Field(i).Name)
+		}
+		f.SetString(def)
+	}
+	return s
 }
 
 // SettingError reports a setting that does not parse or cannot nest with the
@@ -148,6 +187,22 @@ func (b *Bool) Decode(s string) error {
 	default:
 		return errors.New("want true or false")
 	}
+	return nil
+}
+
+// BaseURL is an absolute http(s) URL without query or fragment, kept
+// without its trailing slash. The zero value means "not set".
+type BaseURL string
+
+// Decode parses s, for envconfig.
+func (b *BaseURL) Decode(s string) error {
+	s = strings.TrimSpace(s)
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+		u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.Opaque != "" {
+		return errors.New("want an absolute http(s) URL without query or fragment, such as https://api.example.com/gateway")
+	}
+	*b = BaseURL(strings.TrimRight(s, "/"))
 	return nil
 }
 

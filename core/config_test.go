@@ -238,3 +238,83 @@ func FuzzParseProfiles(f *testing.F) {
 		}
 	})
 }
+
+// TestDefaultSettings: the defaults come from the struct tags and are the
+// contract's.
+func TestDefaultSettings(t *testing.T) {
+	s := DefaultSettings()
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"DefaultTTLSecs", s.DefaultTTLSecs.D(), 300 * time.Second},
+		{"Timeout", s.Timeout.D(), 1200 * time.Second},
+		{"RetryBackoffMs", s.RetryBackoffMs.D(), 25 * time.Millisecond},
+		{"MaxRetryBodyBytes", s.MaxRetryBodyBytes, Count(10485760)},
+		{"MaxBufferedBytes", s.MaxBufferedBytes, Count(134217728)},
+		{"ClientBodyTimeoutMs", s.ClientBodyTimeoutMs.D(), 30 * time.Second},
+		{"FunctionLimitMarginMs", s.FunctionLimitMarginMs.D(), time.Second},
+		{"AsyncTriggerTimeout", s.AsyncTriggerTimeout.D(), 10 * time.Second},
+		{"AsyncTimeout", s.AsyncTimeout.D(), 1800 * time.Second},
+		{"AsyncTTLSecs", s.AsyncTTLSecs.D(), 86400 * time.Second},
+		{"AsyncStore", s.AsyncStore, "file:.gateway-data"},
+		{"ListenAddr", s.ListenAddr, "127.0.0.1:8080"},
+		{"PublicBaseURL", s.PublicBaseURL, BaseURL("")},
+		{"Hosts", len(s.Hosts), 0},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v; want %v", c.name, c.got, c.want)
+		}
+	}
+}
+
+func TestBaseURLDecode(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://api.example.com":     "https://api.example.com",
+		"https://api.example.com/gw/": "https://api.example.com/gw",
+		" http://127.0.0.1:8080/x ":   "http://127.0.0.1:8080/x",
+	} {
+		var b BaseURL
+		if err := b.Decode(in); err != nil || string(b) != want {
+			t.Errorf("Decode(%q) = %q, %v; want %q", in, b, err, want)
+		}
+	}
+	for _, in := range []string{"", "api.example.com", "ftp://x", "https://", "https://u:p@x", "https://x/?a=1", "https://x/#f", "/gw"} {
+		var b BaseURL
+		if err := b.Decode(in); err == nil {
+			t.Errorf("Decode(%q) = %q; want an error", in, b)
+		}
+	}
+}
+
+// TestNilStats: a nil *Stats counts nothing and does not panic.
+func TestNilStats(t *testing.T) {
+	var s *Stats
+	s.CountRequest()
+	s.CountEnd(ReasonClientGone)
+	s.CountBackendCut()
+	s.countCut(ErrIdleTimeout)
+	s.countTimeout(CauseTTL)
+	if got := s.Snapshot()["requests"]; got != 0 {
+		t.Errorf("nil Snapshot requests = %d; want 0", got)
+	}
+}
+
+func TestByteBudget(t *testing.T) {
+	b := NewByteBudget(100)
+	if !b.Acquire(60) || b.Acquire(41) || !b.Acquire(40) || b.Acquire(1) {
+		t.Fatalf("budget of 100: want 60 and 40 granted, 41 and 1 refused; in use %d", b.InUse())
+	}
+	b.Release(60)
+	if got := b.InUse(); got != 40 {
+		t.Errorf("in use = %d; want 40", got)
+	}
+	if b.Acquire(-1) {
+		t.Error("a negative size was granted")
+	}
+	huge := NewByteBudget(1 << 62)
+	if !huge.Acquire(1<<62) || huge.Acquire(1<<62) {
+		t.Error("a budget near the int64 limit overflowed")
+	}
+}

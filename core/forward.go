@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
 	"net/url"
 	"strconv"
 	"strings"
@@ -19,7 +21,10 @@ import (
 // to send it again, attempt after attempt.
 type Request struct {
 	// Method, Path and RawQuery are the client's; the backend base URL's
-	// path is put in front of Path.
+	// path is put in front of Path. Path is the path as the client wrote
+	// it, escaped (url.URL.EscapedPath): it reaches the backend with its
+	// escaping kept, and a path ConfinePath refuses ends the request with
+	// ReasonInvalidPath before any attempt.
 	Method   string
 	Path     string
 	RawQuery string
@@ -43,6 +48,18 @@ type Request struct {
 	// Route is the effective route; Budget the request's time.
 	Route  *Route
 	Budget Budget
+	// Upgrade, if set, is the protocol the client asks to switch to (its
+	// Upgrade header): the attempt carries Connection: Upgrade and this
+	// Upgrade header, and a 101 answer comes back with a body that is also
+	// an io.Writer, the tunnel to the backend.
+	Upgrade string
+	// Informational, if set, is called with each 1xx answer other than 101
+	// (100 Continue included) an attempt receives before its final one,
+	// from the transport's goroutine while Forward waits; an error fails
+	// the attempt.
+	Informational func(code int, header textproto.MIMEHeader) error
+
+	trace httptrace.ClientTrace // the attempt's, calling Informational
 }
 
 // Result is a backend response the client gets: its status and headers
@@ -56,7 +73,7 @@ type Result struct {
 // Forwarder runs the attempt loop of CONTRACT §4. Its zero value is usable;
 // it is safe for concurrent use once its fields are set.
 type Forwarder struct {
-	// Transport sends attempts. If nil, http.DefaultTransport is used.
+	// Transport sends attempts. If nil, a shared NewTransport is used.
 	Transport http.RoundTripper
 	// BackoffBase is the base of the jittered exponential wait between
 	// attempts. Zero means no wait.
@@ -86,7 +103,12 @@ var ErrFunctionLimit = errors.New("execution limit reached")
 func (f *Forwarder) Forward(ctx context.Context, req *Request) (*Result, error) {
 	rt := f.Transport
 	if rt == nil {
-		rt = http.DefaultTransport
+		rt = defaultTransport()
+	}
+	path, err := ConfinePath(req.Path)
+	if err != nil {
+		f.Stats.countEnd(ReasonInvalidPath)
+		return nil, &Error{Reason: ReasonInvalidPath, Message: "path " + strconv.Quote(trimText(req.Path)) + ": " + err.Error(), Err: err}
 	}
 	b := req.Budget
 	route := req.Route
@@ -109,11 +131,12 @@ func (f *Forwarder) Forward(ctx context.Context, req *Request) (*Result, error) 
 			return nil, f.expired(endCause, attempts)
 		}
 		host := route.Hosts[(n-1)%len(route.Hosts)]
-		ar := f.attempt(streamCtx, rt, req, host, now)
+		ar := f.attempt(streamCtx, rt, req, path, host, now)
 		attempts = append(attempts, ar.record)
 		if ar.clientGone {
 			streamCancel()
 			ar.close()
+			f.Stats.countEnd(ReasonClientGone)
 			return nil, &Error{Reason: ReasonClientGone, Attempts: attempts, Err: context.Cause(ctx)}
 		}
 		if ar.resp != nil && !retryableStatus(ar.resp.StatusCode) {
@@ -139,6 +162,7 @@ func (f *Forwarder) Forward(ctx context.Context, req *Request) (*Result, error) 
 			case <-ctx.Done():
 				t.Stop()
 				streamCancel()
+				f.Stats.countEnd(ReasonClientGone)
 				return nil, &Error{Reason: ReasonClientGone, Attempts: attempts, Err: context.Cause(ctx)}
 			}
 		}
@@ -171,12 +195,12 @@ func (a *attemptResult) close() {
 	}
 }
 
-func (f *Forwarder) attempt(parent context.Context, rt http.RoundTripper, req *Request, host *url.URL, start time.Time) *attemptResult {
+func (f *Forwarder) attempt(parent context.Context, rt http.RoundTripper, req *Request, path string, host *url.URL, start time.Time) *attemptResult {
 	deadline, cause := req.Budget.Attempt(start)
 	window := deadline.Sub(start)
 	ctx, cancel := context.WithCancelCause(parent)
 	timer := time.AfterFunc(window, func() { cancel(deadlineError{cause}) })
-	out := buildOutgoing(ctx, req, host, window)
+	out := buildOutgoing(ctx, req, path, host, window)
 	ar := &attemptResult{cancel: cancel, ctx: ctx, record: Attempt{Host: host.Host}}
 	if f.Stats != nil {
 		f.Stats.Attempts.Add(1)
@@ -332,12 +356,38 @@ func (f *Forwarder) failure(ar *attemptResult, attempts []Attempt) *Error {
 func (f *Forwarder) deliver(ar *attemptResult, attempts []Attempt, route *Route, streamCancel context.CancelFunc) *Result {
 	resp := ar.resp
 	ar.resp = nil
-	sb := &streamBody{body: resp.Body, ctx: ar.ctx, cancel: ar.cancel, streamCancel: streamCancel, idle: route.IdleTimeout, stats: f.Stats}
+	if rwc, ok := resp.Body.(io.ReadWriteCloser); ok && resp.StatusCode == http.StatusSwitchingProtocols {
+		resp.Body = &upgradeBody{ReadWriteCloser: rwc, cancel: ar.cancel, streamCancel: streamCancel}
+		return &Result{Response: resp, Attempts: attempts}
+	}
+	// The Result and its body stream are allocated together.
+	d := &struct {
+		res Result
+		sb  streamBody
+	}{}
+	sb := &d.sb
+	sb.body, sb.ctx, sb.cancel, sb.streamCancel, sb.idle, sb.stats = resp.Body, ar.ctx, ar.cancel, streamCancel, route.IdleTimeout, f.Stats
 	if route.FirstByteTimeout > 0 {
 		sb.timer = time.AfterFunc(route.FirstByteTimeout, sb.fire)
 	}
 	resp.Body = sb
-	return &Result{Response: resp, Attempts: attempts}
+	d.res = Result{Response: resp, Attempts: attempts}
+	return &d.res
+}
+
+// upgradeBody is the connection to a backend that switched protocols
+// (101): reads and writes go to the backend; Close ends the attempt.
+type upgradeBody struct {
+	io.ReadWriteCloser
+	cancel       context.CancelCauseFunc
+	streamCancel context.CancelFunc
+}
+
+func (u *upgradeBody) Close() error {
+	err := u.ReadWriteCloser.Close()
+	u.cancel(context.Canceled)
+	u.streamCancel()
+	return err
 }
 
 // streamBody is a response body read under the idle-gap limit.
@@ -437,8 +487,9 @@ func RemoveHopHeaders(h http.Header) {
 	}
 }
 
-// buildOutgoing makes one attempt's request to host.
-func buildOutgoing(ctx context.Context, req *Request, host *url.URL, window time.Duration) *http.Request {
+// buildOutgoing makes one attempt's request to host; path is req.Path
+// decoded by ConfinePath.
+func buildOutgoing(ctx context.Context, req *Request, path string, host *url.URL, window time.Duration) *http.Request {
 	h := make(http.Header, len(req.Header)+6)
 	for k, v := range req.Header {
 		if len(k) >= 3 && strings.EqualFold(k[:3], "s7p") {
@@ -447,6 +498,21 @@ func buildOutgoing(ctx context.Context, req *Request, host *url.URL, window time
 		h[k] = v
 	}
 	RemoveHopHeaders(h)
+	// One backing array for the values set here: one allocation, not one
+	// per header. Each value is its own full slice, so no append can spill
+	// into the next.
+	vals := make([]string, 0, 8)
+	set := func(k, v string) {
+		vals = append(vals, v)
+		h[k] = vals[len(vals)-1 : len(vals) : len(vals)]
+	}
+	if req.Upgrade != "" {
+		h["Connection"] = []string{"Upgrade"}
+		h["Upgrade"] = []string{req.Upgrade}
+	}
+	if _, ok := req.Header["User-Agent"]; !ok {
+		set("User-Agent", "") // the transport sends none, rather than its own
+	}
 	if te := req.Header["Te"]; len(te) > 0 && strings.Contains(strings.ToLower(strings.Join(te, ",")), "trailers") {
 		h["Te"] = []string{"trailers"} // gRPC needs it end to end
 	}
@@ -454,23 +520,27 @@ func buildOutgoing(ctx context.Context, req *Request, host *url.URL, window time
 		if prior := h["X-Forwarded-For"]; len(prior) > 0 {
 			ip = strings.Join(prior, ", ") + ", " + ip
 		}
-		h["X-Forwarded-For"] = []string{ip}
+		set("X-Forwarded-For", ip)
 	}
 	if req.Proto != "" {
-		h["X-Forwarded-Proto"] = []string{req.Proto}
+		set("X-Forwarded-Proto", req.Proto)
 	}
 	if req.Host != "" {
-		h["X-Forwarded-Host"] = []string{req.Host}
+		set("X-Forwarded-Host", req.Host)
 	}
 	if req.IdempotencyKey != "" {
-		h["Idempotency-Key"] = []string{req.IdempotencyKey}
+		set("Idempotency-Key", req.IdempotencyKey)
 	}
-	msStr := strconv.FormatInt(max(window.Milliseconds(), 1), 10)
-	h["X-Envoy-Expected-Rq-Timeout-Ms"] = []string{msStr}
+	set("X-Envoy-Expected-Rq-Timeout-Ms", strconv.FormatInt(max(window.Milliseconds(), 1), 10))
 	if ct := h.Get("Content-Type"); strings.HasPrefix(ct, "application/grpc") {
 		h["Grpc-Timeout"] = []string{GRPCTimeout(window)}
 	}
-	u := &url.URL{Scheme: host.Scheme, Host: host.Host, Path: host.Path + req.Path, RawQuery: req.RawQuery}
+	u := joinURL(host, req.Path, path, req.RawQuery)
+	if req.Informational != nil {
+		// The trace lives in req: attempts run one after another.
+		req.trace = httptrace.ClientTrace{Got1xxResponse: req.Informational}
+		ctx = httptrace.WithClientTrace(ctx, &req.trace)
+	}
 	var body io.ReadCloser = http.NoBody
 	var getBody func() (io.ReadCloser, error)
 	contentLength := int64(0)
@@ -525,6 +595,33 @@ func GRPCTimeout(d time.Duration) string {
 		}
 	}
 	return "99999999H"
+}
+
+// NewTransport returns the upstream transport the gateway uses: pooled
+// keep-alive connections, no proxy from the environment (requests go only
+// to the configured hosts), and no compression of its own, so an answer
+// reaches the client byte for byte as the backend sent it.
+func NewTransport() *http.Transport {
+	return &http.Transport{
+		Proxy:                 nil,
+		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		DisableCompression:    true,
+	}
+}
+
+var defaultTransport = sync.OnceValue(func() http.RoundTripper { return NewTransport() })
+
+func trimText(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
 }
 
 func clientIP(remote string) string {

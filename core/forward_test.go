@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path"
 	"strings"
 	"sync"
 	"syscall"
@@ -313,6 +314,9 @@ func TestForwardClientGone(t *testing.T) {
 		if f.Stats.Retries.Load() != 0 || f.Stats.AttemptTimeoutPerTry.Load() != 0 {
 			t.Errorf("a gone client was counted as an upstream failure: %v", f.Stats.Snapshot())
 		}
+		if got := f.Stats.EndClientGone.Load(); got != 1 {
+			t.Errorf("end_client_gone = %d; want 1", got)
+		}
 	})
 }
 
@@ -434,16 +438,145 @@ func TestOutgoingHeaders(t *testing.T) {
 	})
 }
 
-// TestOutgoingURLStaysOnHost: no path can steer the request elsewhere.
+// TestOutgoingURLStaysOnHost: no accepted path can steer the request
+// elsewhere.
 func TestOutgoingURLStaysOnHost(t *testing.T) {
 	host := &url.URL{Scheme: "http", Host: "backend:9000"}
-	for _, p := range []string{"//evil.example/x", "/@evil.example", "/..//evil", "http://evil.example/"} {
+	for _, p := range []string{"//evil.example/x", "/@evil.example", "/..//evil", "http://evil.example/", "/%2F%2Fevil.example"} {
+		decoded, err := ConfinePath(p)
+		if err != nil {
+			continue // refused: InvalidPath
+		}
 		req := &Request{Method: "GET", Path: p, Header: http.Header{}}
-		out := buildOutgoing(context.Background(), req, host, time.Second)
+		out := buildOutgoing(context.Background(), req, decoded, host, time.Second)
 		if out.URL.Host != "backend:9000" || out.Host != "backend:9000" {
 			t.Errorf("path %q went to %q (Host %q)", p, out.URL.Host, out.Host)
 		}
 	}
+}
+
+// TestConfinePath: a .. segment, plain or percent-encoded, with either
+// separator, is refused; everything else is accepted.
+func TestConfinePath(t *testing.T) {
+	refused := []string{
+		"/../x", "/..", "/a/../../admin", "/..%2fadmin/secret", "/..%2Fadmin", "/%2e%2e/x", "/%2E%2E/x", "/.%2e/x",
+		"/%2e./x", "/..%5cadmin", "/a%5c..%5cb", `/a\..\b`, "/..;jsessionid=1/admin", "/a/%2e%2e", "x/y", "*",
+		"/%zz", "/a%2", "/%2e%2e%2f",
+	}
+	for _, p := range refused {
+		if d, err := ConfinePath(p); !errors.Is(err, ErrInvalidPath) {
+			t.Errorf("ConfinePath(%q) = %q, %v; want ErrInvalidPath", p, d, err)
+		}
+	}
+	accepted := map[string]string{
+		"":             "",
+		"/":            "/",
+		"/a/b":         "/a/b",
+		"/a%2Fb":       "/a/b",
+		"/...":         "/...",
+		"/a..b/..c":    "/a..b/..c",
+		"/.well-known": "/.well-known",
+		"/./x":         "/./x",
+		"/a%3Bb":       "/a;b",
+		"/%2e%2e%2e":   "/...",
+	}
+	for p, want := range accepted {
+		if d, err := ConfinePath(p); err != nil || d != want {
+			t.Errorf("ConfinePath(%q) = %q, %v; want %q", p, d, err, want)
+		}
+	}
+}
+
+// TestOutgoingPathKeepsEscaping: the backend gets the client's path
+// under the base path with its escaping as sent.
+func TestOutgoingPathKeepsEscaping(t *testing.T) {
+	host := &url.URL{Scheme: "http", Host: "b", Path: "/api"}
+	for in, want := range map[string]string{
+		"/a%2Fb":                 "/api/a%2Fb",
+		"/a%3Bb":                 "/api/a%3Bb",
+		"/x%40y%2Bz%7Ew%2Cv%3Du": "/api/x%40y%2Bz%7Ew%2Cv%3Du",
+		"/a;b,c=d@e+f~g":         "/api/a;b,c=d@e+f~g",
+		"/it's(a)*!":             "/api/it's(a)*!",
+		"/plain/path":            "/api/plain/path",
+		"/sp%20ace":              "/api/sp%20ace",
+		"/%E2%82%AC":             "/api/%E2%82%AC",
+	} {
+		decoded, err := ConfinePath(in)
+		if err != nil {
+			t.Fatalf("ConfinePath(%q): %v", in, err)
+		}
+		out := buildOutgoing(context.Background(), &Request{Method: "GET", Path: in, Header: http.Header{}}, decoded, host, time.Second)
+		if got := out.URL.RequestURI(); got != want {
+			t.Errorf("path %q reached the backend as %q; want %q", in, got, want)
+		}
+	}
+}
+
+// TestForwardInvalidPath: a refused path never reaches a backend.
+func TestForwardInvalidPath(t *testing.T) {
+	stub := &stubRT{fn: func(string, *http.Request) (*http.Response, error) { return answer(200, "ok"), nil }}
+	f := &Forwarder{Transport: stub, Stats: &Stats{}}
+	now := time.Now()
+	req := &Request{Method: "GET", Path: "/..%2fadmin/secret", Header: http.Header{},
+		Route:  &Route{Hosts: mustHosts(t, "a"), MaxAttempts: 1},
+		Budget: Budget{Arrival: now, TTL: now.Add(time.Minute), Timeout: time.Second}}
+	_, err := f.Forward(context.Background(), req)
+	var ge *Error
+	if !errors.As(err, &ge) || ge.Reason != ReasonInvalidPath || ge.HTTPStatus() != 400 || ge.Reason.Code() != "InvalidPath" {
+		t.Fatalf("err = %v; want 400 InvalidPath", err)
+	}
+	if len(stub.hosts()) != 0 {
+		t.Errorf("a refused path reached %v", stub.hosts())
+	}
+	if got := f.Stats.EndBadRequest.Load(); got != 1 {
+		t.Errorf("end_bad_request = %d; want 1", got)
+	}
+}
+
+// TestOutgoingUserAgentAndUpgrade: a client without User-Agent sends none
+// (not the transport's); an upgrade request keeps its Upgrade header.
+func TestOutgoingUserAgentAndUpgrade(t *testing.T) {
+	host := &url.URL{Scheme: "http", Host: "b"}
+	out := buildOutgoing(context.Background(), &Request{Method: "GET", Path: "/", Header: http.Header{}}, "/", host, time.Second)
+	if v, ok := out.Header["User-Agent"]; !ok || len(v) != 1 || v[0] != "" {
+		t.Errorf("User-Agent = %q (present %v); want present and empty, so the transport adds none", v, ok)
+	}
+	in := http.Header{"User-Agent": {"curl/8"}, "Connection": {"keep-alive, Upgrade"}, "Upgrade": {"websocket"}}
+	out = buildOutgoing(context.Background(), &Request{Method: "GET", Path: "/", Header: in, Upgrade: "websocket"}, "/", host, time.Second)
+	if out.Header.Get("User-Agent") != "curl/8" || out.Header.Get("Upgrade") != "websocket" || out.Header.Get("Connection") != "Upgrade" {
+		t.Errorf("headers = %v; want the client's User-Agent, Upgrade: websocket, Connection: Upgrade", out.Header)
+	}
+}
+
+// FuzzConfinePath: any accepted path, once decoded and resolved under a
+// base path (with / and \ both separators), stays under that base.
+func FuzzConfinePath(f *testing.F) {
+	for _, s := range []string{"/a/b", "/../x", "/..%2fadmin", "/%2e%2e/x", "/..%5cx", `/a\..`, "/a%2Fb", "/...", "/..;x/y", "/%252e%252e/"} {
+		f.Add(s)
+	}
+	host := &url.URL{Scheme: "http", Host: "b", Path: "/api"}
+	f.Fuzz(func(t *testing.T, p string) {
+		decoded, err := ConfinePath(p)
+		if err != nil {
+			return
+		}
+		u := joinURL(host, p, decoded, "")
+		once, err := url.PathUnescape(u.EscapedPath())
+		if err != nil {
+			t.Fatalf("path %q gave an undecodable backend path %q", p, u.EscapedPath())
+		}
+		if once != u.Path {
+			t.Fatalf("path %q: backend path %q decodes to %q, not %q", p, u.EscapedPath(), once, u.Path)
+		}
+		// Drop path parameters too, as servers that treat ..; as .. do.
+		segs := strings.Split(strings.ReplaceAll(u.Path, `\`, "/"), "/")
+		for i, seg := range segs {
+			segs[i], _, _ = strings.Cut(seg, ";")
+		}
+		if clean := path.Clean(strings.Join(segs, "/")); clean != "/api" && !strings.HasPrefix(clean, "/api/") {
+			t.Fatalf("path %q reaches %q (%q) above the base /api", p, u.EscapedPath(), clean)
+		}
+	})
 }
 
 func TestReasonStatusTable(t *testing.T) {
@@ -461,6 +594,9 @@ func TestReasonStatusTable(t *testing.T) {
 		{ReasonFunctionLimit, true, 504, "FunctionLimit"},
 		{ReasonBackendUnavailable, true, 502, "BackendUnavailable"},
 		{ReasonAsyncUnavailable, false, 503, "AsyncUnavailable"},
+		{ReasonInvalidPath, false, 400, "InvalidPath"},
+		{ReasonRequestTimeout, false, 408, "RequestTimeout"},
+		{ReasonUpgradeUnsupported, false, 501, "UpgradeUnsupported"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.code, func(t *testing.T) {
@@ -491,5 +627,46 @@ func TestParseRetryAfter(t *testing.T) {
 		if got := parseRetryAfter(tt.in, t0); got != tt.want {
 			t.Errorf("parseRetryAfter(%q) = %v; want %v", tt.in, got, tt.want)
 		}
+	}
+}
+
+// BenchmarkForward measures one request through the attempt loop on a
+// static transport: budget, outgoing request, stream wrapper.
+func BenchmarkForward(b *testing.B) {
+	rt := &staticAnswer{}
+	f := &Forwarder{Transport: rt, Stats: &Stats{}}
+	route := &Route{Hosts: mustHosts(b, "backend.test"), MaxAttempts: 1}
+	hdr := http.Header{"User-Agent": {"bench"}, "Accept": {"application/json"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		now := time.Now()
+		req := Request{Method: "GET", Path: "/v1/items", RawQuery: "id=42", Header: hdr, Host: "gw.test",
+			RemoteAddr: "192.0.2.1:5000", Proto: "http", IdempotencyKey: "k", Route: route,
+			Budget: Budget{Arrival: now, TTL: now.Add(time.Minute), Timeout: time.Second}}
+		res, err := f.Forward(context.Background(), &req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		res.Response.Body.Close()
+	}
+}
+
+// staticAnswer answers every request with an empty 200, reusing nothing.
+type staticAnswer struct{}
+
+func (*staticAnswer) RoundTrip(r *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+}
+
+func BenchmarkConfinePath(b *testing.B) {
+	for _, p := range []string{"/v1/items/42", "/v1/a%2Fb/c%3Bd", "/v1/..well/x"} {
+		b.Run(p, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := ConfinePath(p); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -25,11 +25,13 @@ type Stats struct {
 	EndFunctionLimit      atomic.Int64
 	EndBackendUnavailable atomic.Int64
 	EndClientGone         atomic.Int64
-	EndBadRequest         atomic.Int64
+	EndBadRequest         atomic.Int64 // InvalidTTL, InvalidTimeout, InvalidPath, UpgradeUnsupported
+	EndRequestTimeout     atomic.Int64 // the client's body did not arrive in time (408)
 
 	// Streams aborted after their headers were sent.
 	StreamIdleCut          atomic.Int64
 	StreamFunctionLimitCut atomic.Int64
+	StreamBackendCut       atomic.Int64 // the backend broke off its answer mid-body
 
 	// Async hand-offs.
 	AsyncAccepted    atomic.Int64
@@ -47,6 +49,21 @@ func (s *Stats) countTimeout(c Cause) {
 		s.AttemptTimeoutPerTry.Add(1)
 	case CauseFunctionLimit:
 		s.AttemptTimeoutFunctionLimit.Add(1)
+	}
+}
+
+// CountRequest counts a request the gateway forwards (or refuses).
+func (s *Stats) CountRequest() {
+	if s != nil {
+		s.Requests.Add(1)
+	}
+}
+
+// CountBackendCut counts a response whose backend broke off mid-body, so
+// the gateway aborted it to the client.
+func (s *Stats) CountBackendCut() {
+	if s != nil {
+		s.StreamBackendCut.Add(1)
 	}
 }
 
@@ -68,8 +85,10 @@ func (s *Stats) countEnd(r Reason) {
 		s.EndBackendUnavailable.Add(1)
 	case ReasonClientGone:
 		s.EndClientGone.Add(1)
-	case ReasonInvalidTTL, ReasonInvalidTimeout:
+	case ReasonInvalidTTL, ReasonInvalidTimeout, ReasonInvalidPath, ReasonUpgradeUnsupported:
 		s.EndBadRequest.Add(1)
+	case ReasonRequestTimeout:
+		s.EndRequestTimeout.Add(1)
 	case ReasonAsyncUnavailable:
 		s.AsyncUnavailable.Add(1)
 	}
@@ -87,7 +106,11 @@ func (s *Stats) countCut(err error) {
 }
 
 // Snapshot returns the counters as a name → value map, for /_gateway/stats.
+// A nil *Stats gives zeros.
 func (s *Stats) Snapshot() map[string]int64 {
+	if s == nil {
+		s = &Stats{}
+	}
 	return map[string]int64{
 		"requests":                       s.Requests.Load(),
 		"attempts":                       s.Attempts.Load(),
@@ -101,8 +124,10 @@ func (s *Stats) Snapshot() map[string]int64 {
 		"end_backend_unavailable":        s.EndBackendUnavailable.Load(),
 		"end_client_gone":                s.EndClientGone.Load(),
 		"end_bad_request":                s.EndBadRequest.Load(),
+		"end_request_timeout":            s.EndRequestTimeout.Load(),
 		"stream_idle_cut":                s.StreamIdleCut.Load(),
 		"stream_function_limit_cut":      s.StreamFunctionLimitCut.Load(),
+		"stream_backend_cut":             s.StreamBackendCut.Load(),
 		"async_accepted":                 s.AsyncAccepted.Load(),
 		"async_unavailable":              s.AsyncUnavailable.Load(),
 	}

@@ -40,19 +40,20 @@ flags:
 // os.LookupEnv; each setting is looked up as named, then in upper case),
 // clock and streams given.
 func explainCmd(args []string, env func(string) (string, bool), now time.Time, stdout, stderr io.Writer) int {
+	def := core.DefaultSettings() // the one source of defaults
 	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var (
-		ttl       = fs.String("ttl", "", "the request's TTL in seconds, decimals allowed (DefaultTTLSecs; default 300)")
+		ttl       = fs.String("ttl", "", "the request's TTL in seconds, decimals allowed (DefaultTTLSecs; default "+explainSecs(def.DefaultTTLSecs.D())+")")
 		s7pttl    = fs.String("s7pttl", "", "an S7PTTL header value, overriding --ttl: 2.5, +<unix seconds>, 2024-12-31T23:59:59Z, 0 (expired)")
-		timeout   = fs.String("timeout", "", "one attempt's window in ms (Timeout; default 1200000)")
+		timeout   = fs.String("timeout", "", "one attempt's window in ms (Timeout; default "+strconv.FormatInt(def.Timeout.D().Milliseconds(), 10)+")")
 		s7ptmo    = fs.String("s7ptimeout", "", "an S7PTimeout header value in ms, overriding --timeout")
 		queueWait = fs.String("queue-wait", "0s", "time from arrival to the first attempt, such as 5s or 250ms")
 		fnTimeout = fs.String("function-timeout", "", "the host's execution limit in seconds (FunctionTimeoutSecs; default none)")
-		margin    = fs.String("margin", "", "ms kept free before the execution limit (FunctionLimitMarginMs; default 1000)")
+		margin    = fs.String("margin", "", "ms kept free before the execution limit (FunctionLimitMarginMs; default "+strconv.FormatInt(def.FunctionLimitMarginMs.D().Milliseconds(), 10)+")")
 		maxAtt    = fs.String("max-attempts", "", "attempts per request (MaxAttempts; default one per host of Hosts, else one per --attempts entry)")
 		attempts  = fs.String("attempts", "", "what the backend does, per attempt, comma-separated: timeout, refused[@d], reset[@d], ok[@d], 503@2s; the last repeats (default timeout)")
-		backoff   = fs.String("backoff", "", "retry backoff base in ms, waited at its worst case (RetryBackoffMs; default 0: no wait)")
+		backoff   = fs.String("backoff", "", "retry backoff base in ms, waited at its worst case (RetryBackoffMs; default "+strconv.FormatInt(def.RetryBackoffMs.D().Milliseconds(), 10)+")")
 		method    = fs.String("method", "GET", "the request's method; POST and PATCH are retried after a timeout only with --idempotency-key")
 		idemKey   = fs.Bool("idempotency-key", false, "the client sent an Idempotency-Key")
 	)
@@ -75,17 +76,17 @@ func explainCmd(args []string, env func(string) (string, bool), now time.Time, s
 	r := explainResolver{env: env, given: given}
 
 	var p core.ExplainParams
-	var ttlSecs core.Seconds = core.Seconds(300 * time.Second)
+	ttlSecs := def.DefaultTTLSecs
 	ttlFrom := r.value("ttl", *ttl, "DefaultTTLSecs", &ttlSecs)
-	var tmo core.Millis = core.Millis(1200000 * time.Millisecond)
+	tmo := def.Timeout
 	tmoFrom := r.value("timeout", *timeout, "Timeout", &tmo)
-	var fnLimit core.Seconds
+	fnLimit := def.FunctionTimeoutSecs
 	fnFrom := r.value("function-timeout", *fnTimeout, "FunctionTimeoutSecs", &fnLimit)
-	var marg core.Millis = core.Millis(time.Second)
+	marg := def.FunctionLimitMarginMs
 	r.value("margin", *margin, "FunctionLimitMarginMs", &marg)
-	var count core.Count
+	count := def.MaxAttempts
 	countFrom := r.value("max-attempts", *maxAtt, "MaxAttempts", &count)
-	var base core.Millis
+	base := def.RetryBackoffMs
 	r.value("backoff", *backoff, "RetryBackoffMs", &base)
 	if countFrom == "" {
 		var hosts core.HostList
@@ -105,14 +106,14 @@ func explainCmd(args []string, env func(string) (string, bool), now time.Time, s
 		tmoFrom = " by default"
 	}
 	p.TTL = ttlSecs.D()
-	p.TTLFrom = fmt.Sprintf("DefaultTTLSecs=%s%s", explainSecs(p.TTL), ttlFrom)
+	ttlText := fmt.Sprintf("DefaultTTLSecs=%s%s", explainSecs(p.TTL), ttlFrom)
 	if given["s7pttl"] {
 		deadline, err := core.ParseTTL(*s7pttl, now)
 		if err != nil {
 			return explainBad(stderr, "s7pttl", *s7pttl, err.Error())
 		}
 		p.TTL = deadline.Sub(now)
-		p.TTLFrom = fmt.Sprintf("S7PTTL=%s, overriding DefaultTTLSecs=%s", strings.TrimSpace(*s7pttl), explainSecs(ttlSecs.D()))
+		ttlText = fmt.Sprintf("S7PTTL=%s, overriding DefaultTTLSecs=%s", strings.TrimSpace(*s7pttl), explainSecs(ttlSecs.D()))
 	}
 	p.Timeout = tmo.D()
 	if given["s7ptimeout"] {
@@ -137,7 +138,7 @@ func explainCmd(args []string, env func(string) (string, bool), now time.Time, s
 	}
 	p.MaxAttempts = int(count)
 	p.BackoffBase = base.D()
-	p.Replies, err = core.ParseReplies(*attempts)
+	p.Replies, err = parseReplies(*attempts)
 	if err != nil {
 		return explainBad(stderr, "attempts", *attempts, err.Error())
 	}
@@ -151,7 +152,7 @@ func explainCmd(args []string, env func(string) (string, bool), now time.Time, s
 	fmt.Fprintf(stdout, "settings: TTL %s s; Timeout %d ms%s; %s; queue wait %s s; %s; %s\n\n",
 		explainSecs(p.TTL), p.Timeout.Milliseconds(), tmoFrom, explainAttemptsText(t.Params.MaxAttempts, countFrom),
 		explainSecs(p.QueueWait), explainLimitText(p, fnFrom), explainBackoffText(p.BackoffBase))
-	if err := t.WriteTable(stdout); err != nil {
+	if err := writeTable(stdout, &t, ttlText); err != nil {
 		fmt.Fprintf(stderr, "explain: write: %v\n", err)
 		return 1
 	}

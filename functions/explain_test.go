@@ -21,14 +21,15 @@ func TestExplainSeedExample(t *testing.T) {
 	if code != 0 || errOut != "" {
 		t.Fatalf("exit %d, stderr %q; want 0 and nothing", code, errOut)
 	}
-	want := `settings: TTL 60 s; Timeout 45000 ms from --timeout; MaxAttempts 2 (unset: one per --attempts entry); queue wait 5 s; no execution limit; no backoff wait
+	want := `settings: TTL 60 s; Timeout 45000 ms from --timeout; MaxAttempts 2 (unset: one per --attempts entry); queue wait 5 s; no execution limit; backoff base 25 ms (worst-case waits)
 
 t(s)    event
 0.000   request arrives; TTL deadline at 60.000 (DefaultTTLSecs=60 from --ttl)
 5.000   queue wait over (5.000 s)
 5.000   attempt 1 starts; window 45.000 s (bounded by Timeout)
 50.000  attempt 1 ends: timeout (its Timeout fired)
-50.000  attempt 2 starts; window 10.000 s (bounded by TTL)
+50.000  backoff wait 0.025 s (worst case for retry 1)
+50.025  attempt 2 starts; window 9.975 s (bounded by TTL)
 60.000  attempt 2 ends: timeout (the TTL fired)
 60.000  answer: 504 TTLExpired — the TTL ran out during attempt 2
 hint: budgets do not nest: 2 attempts × Timeout 45.000 s = 90.000 s do not fit in the 55.000 s the TTL leaves after the 5.000 s queue wait, so a later attempt gets only what is left
@@ -56,7 +57,7 @@ func TestExplainSources(t *testing.T) {
 		}},
 		{"flags override the environment", seedEnv, []string{"--ttl", "120", "--max-attempts", "3"}, []string{
 			"(DefaultTTLSecs=120 from --ttl)", "MaxAttempts 3 from --max-attempts",
-			"90.000   attempt 3 starts; window 30.000 s (bounded by TTL)",
+			"90.075   attempt 3 starts; window 29.925 s (bounded by TTL)",
 		}},
 		{"defaults", nil, nil, []string{
 			"TTL deadline at 300.000 (DefaultTTLSecs=300 by default)",
@@ -96,7 +97,7 @@ func TestExplainSources(t *testing.T) {
 			"1.700  attempt 3 starts; window 0.300 s (bounded by TTL)",
 		}},
 		{"refused after a 503", nil, []string{"--ttl", "60", "--timeout", "45000", "--attempts", "503@2s,refused"}, []string{
-			"2.000  attempt 2 ends: connection refused",
+			"2.025  attempt 2 ends: connection refused",
 			"answer: 502 BackendUnavailable",
 		}},
 	}

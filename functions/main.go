@@ -108,30 +108,15 @@ type gateway struct {
 func newGateway(ctx context.Context, s *core.Settings, limit time.Duration, logger *slog.Logger) (*gateway, error) {
 	stats := &core.Stats{}
 	fwd := &core.Forwarder{
-		Transport:   newTransport(),
+		Transport:   core.NewTransport(),
 		BackoffBase: s.RetryBackoffMs.D(),
 		Stats:       stats,
 	}
-	h := &httpapi.Handler{Settings: s, Forwarder: fwd, Stats: stats, Logger: logger}
+	h := &httpapi.Handler{Settings: s, Forwarder: fwd, Stats: stats, Logger: logger, Host: local.Caps}
 	gw := &gateway{handler: h, runWorkers: func(context.Context) {}}
 	if err := wireAsync(ctx, s, h, gw, limit, logger); err != nil {
 		return nil, err
 	}
 	h.Init()
 	return gw, nil
-}
-
-// newTransport is the upstream transport: pooled keep-alive connections,
-// no proxy from the environment (requests go only to the configured hosts).
-func newTransport() *http.Transport {
-	return &http.Transport{
-		Proxy:                 nil,
-		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          1024,
-		MaxIdleConnsPerHost:   256,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-	}
 }

@@ -89,7 +89,13 @@ func StartGateway(tb testing.TB, env map[string]string) *Gateway {
 
 func startGateway(tb testing.TB, env map[string]string) *Gateway {
 	tb.Helper()
-	cmd := exec.Command(binary)
+	return startBinary(tb, binary, env)
+}
+
+// startBinary is startGateway for the gateway binary bin.
+func startBinary(tb testing.TB, bin string, env map[string]string) *Gateway {
+	tb.Helper()
+	cmd := exec.Command(bin)
 	cmd.Env = baseEnv()
 	cmd.Env = append(cmd.Env, "ListenAddr=127.0.0.1:0")
 	for k, v := range env {

@@ -138,9 +138,9 @@ func (h *Handler) proxyAsync(w http.ResponseWriter, r *http.Request, req *core.R
 
 // accepted writes the 202 of CONTRACT §6.
 func (h *Handler) accepted(w http.ResponseWriter, r *http.Request, acc *core.Accepted, lg *requestLog) {
-	status := absolute(r, acc.StatusURI)
-	data := absolute(r, acc.DataURI)
-	headers := absolute(r, acc.HeaderURI)
+	status := h.absolute(r, acc.StatusURI)
+	data := h.absolute(r, acc.DataURI)
+	headers := h.absolute(r, acc.HeaderURI)
 	hdr := w.Header()
 	hdr.Set("Location", status)
 	hdr.Set("Retry-After", strconv.Itoa(retryAfterSecs(acc.RetryAfter)))
@@ -171,11 +171,13 @@ func (h *Handler) serveStatus(w http.ResponseWriter, r *http.Request, id string)
 		writeError(w, http.StatusNotFound, "NotFound", "no async request with id "+strconv.Quote(trim(id)), 0)
 		return
 	case err != nil:
-		writeError(w, http.StatusServiceUnavailable, core.ReasonAsyncUnavailable.Code(), "reading the async request: "+err.Error(), 0)
+		// The detail (a store path, an account name) is for the operator.
+		h.Logger.WarnContext(r.Context(), "reading an async request", "id", trim(id), "err", err.Error())
+		writeError(w, http.StatusServiceUnavailable, core.ReasonAsyncUnavailable.Code(), "the async store is unavailable; try again later", 0)
 		return
 	}
 	if st.State.Done() {
-		w.Header().Set("Location", absolute(r, st.DataURI))
+		w.Header().Set("Location", h.absolute(r, st.DataURI))
 		w.WriteHeader(http.StatusSeeOther)
 		return
 	}
@@ -200,11 +202,19 @@ type statusDoc struct {
 	Checkpoints int            `json:"checkpoints"`
 }
 
-// absolute resolves a gateway-relative URL against the request's own
-// scheme and host.
-func absolute(r *http.Request, u string) string {
+// absolute resolves a gateway-relative URL against PublicBaseURL when it
+// is set, and otherwise against the request's own Host and scheme. A
+// client's X-Forwarded-Host is never used: it would let any client put a
+// host of its choosing into the URLs it is given. X-Forwarded-Proto may
+// only switch between http and https on the request's own Host, which
+// changes nothing a client could not change by asking the other scheme, and
+// lets a TLS-terminating front end give its clients https URLs.
+func (h *Handler) absolute(r *http.Request, u string) string {
 	if !strings.HasPrefix(u, "/") {
 		return u
+	}
+	if base := h.Settings.PublicBaseURL; base != "" {
+		return string(base) + u
 	}
 	scheme := "http"
 	if r.TLS != nil {

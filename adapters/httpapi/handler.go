@@ -6,7 +6,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -15,8 +14,10 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/textproto"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"fngateway/core"
@@ -38,13 +39,24 @@ type Handler struct {
 	// Blobs, if set, serves /_gateway/blobs/ (signed result URLs of the
 	// embedded store).
 	Blobs http.Handler
+	// Host states what the host running the gateway can do; the zero value is the most restrictive.
+	Host core.HostCaps
 
 	router *core.Router
+	bodies *core.ByteBudget // MaxBufferedBytes
 }
 
-// Init prepares h for serving.
+// Init prepares h for serving. A zero Settings.MaxBufferedBytes means the
+// contract's default budget (core.DefaultSettings); a zero
+// ClientBodyTimeoutMs, no limit on the silence between body reads (the TTL
+// still bounds a buffered body).
 func (h *Handler) Init() {
 	h.router = core.NewRouter(h.Settings)
+	budget := h.Settings.MaxBufferedBytes
+	if budget == 0 {
+		budget = core.DefaultSettings().MaxBufferedBytes
+	}
+	h.bodies = core.NewByteBudget(int64(budget))
 	if h.Logger == nil {
 		h.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -84,25 +96,45 @@ type requestLog struct {
 	attempts int
 	fired    string
 	async    string
+	err      string          // why a stream was cut, for the log
+	ctx      context.Context // the request's, to tell a gone client
 }
+
+func (lg *requestLog) clientGone() bool { return lg.ctx != nil && lg.ctx.Err() != nil }
 
 func (h *Handler) proxy(w http.ResponseWriter, r *http.Request) {
 	arrival := time.Now()
 	ctx := r.Context()
-	h.Stats.Requests.Add(1)
+	h.Stats.CountRequest()
 	route := h.router.Match(r.URL.Path)
-	lg := requestLog{route: route.Prefix, fired: "none"}
+	lg := requestLog{route: route.Prefix, fired: "none", ctx: ctx}
 	defer func() { h.log(ctx, r, arrival, &lg) }()
 
-	req, gerr := h.prepare(r, route, arrival)
+	req, body, gerr := h.prepare(w, r, route, arrival)
+	defer body.done()
 	if gerr != nil {
 		h.Stats.CountEnd(gerr.Reason)
 		h.fail(w, gerr, &lg)
 		return
 	}
-	if h.asyncEligible(r, route, req) {
+	if req.Upgrade == "" && h.asyncEligible(r, route, req) {
 		h.proxyAsync(w, r, req, &lg)
 		return
+	}
+	// 1xx answers (103 Early Hints) reach the client at once, as
+	// httputil.ReverseProxy relays them. Forward runs on this goroutine, so
+	// nothing else writes to w meanwhile.
+	req.Informational = func(code int, mh textproto.MIMEHeader) error {
+		if code == http.StatusContinue {
+			return nil // the server answers Expect: 100-continue itself
+		}
+		hdr := w.Header()
+		for k, v := range mh {
+			hdr[k] = v
+		}
+		w.WriteHeader(code)
+		clear(hdr) // WriteHeader does not clear them for a 1xx
+		return nil
 	}
 	res, err := h.Forwarder.Forward(ctx, req)
 	if err != nil {
@@ -110,20 +142,39 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request) {
 		if !errors.As(err, &ge) {
 			ge = &core.Error{Reason: core.ReasonNone, Err: err}
 		}
+		if body.timedOut() {
+			// A streamed upload stalled past ClientBodyTimeoutMs.
+			ge = &core.Error{Reason: core.ReasonRequestTimeout, Message: body.timeoutMessage(), Attempts: ge.Attempts}
+			h.Stats.CountEnd(ge.Reason)
+		}
 		h.fail(w, ge, &lg)
+		return
+	}
+	if res.Response.StatusCode == http.StatusSwitchingProtocols {
+		h.tunnel(w, r, res, route, &lg)
 		return
 	}
 	h.relay(w, res, route, &lg)
 }
 
-// prepare reads the per-request headers and body into a core.Request.
-func (h *Handler) prepare(r *http.Request, route *core.Route, arrival time.Time) (*core.Request, *core.Error) {
+// prepare reads the per-request headers and body into a core.Request. The
+// returned body must be released with done once the request is over.
+func (h *Handler) prepare(w http.ResponseWriter, r *http.Request, route *core.Route, arrival time.Time) (*core.Request, *bodyReader, *core.Error) {
 	s := h.Settings
+	path := r.URL.EscapedPath()
+	if _, err := core.ConfinePath(path); err != nil {
+		return nil, nil, &core.Error{Reason: core.ReasonInvalidPath, Message: "path " + strconv.Quote(trim(path)) + ": " + err.Error()}
+	}
+	upgrade := upgradeType(r.Header)
+	if upgrade != "" && !h.Host.Upgrade {
+		return nil, nil, &core.Error{Reason: core.ReasonUpgradeUnsupported,
+			Message: "Upgrade: " + strconv.Quote(trim(upgrade)) + ": this host (" + h.hostName() + ") cannot hold an upgraded connection"}
+	}
 	ttl := arrival.Add(route.TTL)
 	if v, ok := header(r, "S7pttl"); ok {
 		t, err := core.ParseTTL(v, arrival)
 		if err != nil {
-			return nil, &core.Error{Reason: core.ReasonInvalidTTL, Message: "header S7PTTL " + strconv.Quote(trim(v)) + ": " + err.Error()}
+			return nil, nil, &core.Error{Reason: core.ReasonInvalidTTL, Message: "header S7PTTL " + strconv.Quote(trim(v)) + ": " + err.Error()}
 		}
 		ttl = t
 	}
@@ -131,7 +182,7 @@ func (h *Handler) prepare(r *http.Request, route *core.Route, arrival time.Time)
 	if v, ok := header(r, "S7ptimeout"); ok {
 		d, err := core.ParseTimeout(v)
 		if err != nil {
-			return nil, &core.Error{Reason: core.ReasonInvalidTimeout, Message: "header S7PTimeout " + strconv.Quote(trim(v)) + ": " + err.Error()}
+			return nil, nil, &core.Error{Reason: core.ReasonInvalidTimeout, Message: "header S7PTimeout " + strconv.Quote(trim(v)) + ": " + err.Error()}
 		}
 		timeout = d
 	}
@@ -140,11 +191,11 @@ func (h *Handler) prepare(r *http.Request, route *core.Route, arrival time.Time)
 		b.Limit = dl.Add(-s.FunctionLimitMarginMs.D())
 	}
 	if !arrival.Before(ttl) {
-		return nil, &core.Error{Reason: core.ReasonTTLExpired, Message: "the request's TTL was over on arrival"}
+		return nil, nil, &core.Error{Reason: core.ReasonTTLExpired, Message: "the request's TTL was over on arrival"}
 	}
 	req := &core.Request{
 		Method:     r.Method,
-		Path:       r.URL.Path,
+		Path:       path,
 		RawQuery:   r.URL.RawQuery,
 		Header:     r.Header,
 		Host:       r.Host,
@@ -152,6 +203,7 @@ func (h *Handler) prepare(r *http.Request, route *core.Route, arrival time.Time)
 		Proto:      "http",
 		Route:      route,
 		Budget:     b,
+		Upgrade:    upgrade,
 	}
 	if r.TLS != nil {
 		req.Proto = "https"
@@ -161,19 +213,35 @@ func (h *Handler) prepare(r *http.Request, route *core.Route, arrival time.Time)
 	} else {
 		req.IdempotencyKey = newKey()
 	}
-	if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
-		limit := int64(s.MaxRetryBodyBytes)
-		buf, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
-		if err != nil {
-			return nil, &core.Error{Reason: core.ReasonClientGone, Message: "reading the request body: " + err.Error()}
-		}
-		if int64(len(buf)) > limit {
-			req.BodyStream = io.MultiReader(bytes.NewReader(buf), r.Body)
-		} else {
-			req.Body = buf
+	body, err := h.readBody(w, r, req, b)
+	if err != nil {
+		return nil, body, err
+	}
+	return req, body, nil
+}
+
+// upgradeType returns the protocol a request asks to switch to: its
+// Upgrade header when its Connection header names upgrade, else "".
+func upgradeType(h http.Header) string {
+	up := h.Get("Upgrade")
+	if up == "" {
+		return ""
+	}
+	for _, v := range h["Connection"] {
+		for tok := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(tok), "upgrade") {
+				return up
+			}
 		}
 	}
-	return req, nil
+	return ""
+}
+
+func (h *Handler) hostName() string {
+	if h.Host.Name == "" {
+		return "unnamed"
+	}
+	return h.Host.Name
 }
 
 // header returns the values of the canonical header key joined by commas,
@@ -207,7 +275,7 @@ func (h *Handler) relay(w http.ResponseWriter, res *core.Result, route *core.Rou
 		hdr[k] = v
 	}
 	core.RemoveHopHeaders(hdr)
-	hdr.Set("X-Attempts", strconv.Itoa(len(res.Attempts)))
+	hdr["X-Attempts"] = attemptsValue(len(res.Attempts))
 	if len(resp.Trailer) > 0 {
 		for k := range resp.Trailer {
 			hdr.Add("Trailer", k)
@@ -218,29 +286,62 @@ func (h *Handler) relay(w http.ResponseWriter, res *core.Result, route *core.Rou
 		strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 	err := copyBody(w, resp.Body, flush)
 	if err != nil {
-		if cut := core.StreamCut(resp.Body); cut != nil {
+		switch cut := core.StreamCut(resp.Body); {
+		case cut != nil:
 			lg.fired = "idle"
 			if errors.Is(cut, core.ErrFunctionLimit) {
 				lg.fired = "function-limit"
 			}
 			lg.code = "StreamCut"
-			// Abort: the client sees the transfer break, never a second
-			// status. The deferred log line is written as this unwinds.
-			resp.Body.Close()
-			panic(http.ErrAbortHandler)
+		case lg.clientGone():
+			return // the client left; its side is closed anyway
+		default:
+			// The backend broke off mid-body (a cut chunked answer, a short
+			// Content-Length): a silently truncated answer is data loss.
+			h.Stats.CountBackendCut()
+			lg.code = "BackendCut"
+			lg.err = err.Error()
 		}
-		return
+		// Abort: the client sees the transfer break (no final chunk), never
+		// a second status. The deferred log line is written as this unwinds.
+		resp.Body.Close()
+		panic(http.ErrAbortHandler)
 	}
 	for k, v := range resp.Trailer {
 		hdr[http.TrailerPrefix+k] = v
 	}
 }
 
+// attemptsValues are the x-Attempts header values of small counts, shared
+// by every response (net/http only reads header values); each is a full
+// slice, so an append copies it.
+var attemptsValues = func() (v [16][]string) {
+	for i := range v {
+		v[i] = []string{strconv.Itoa(i)}
+	}
+	return v
+}()
+
+func attemptsValue(n int) []string {
+	if n >= 0 && n < len(attemptsValues) {
+		return attemptsValues[n]
+	}
+	return []string{strconv.Itoa(n)}
+}
+
+// copyBufs are the buffers of copyBody, shared by every response.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
 // copyBody copies src to w, flushing after each chunk when flush is set.
 // It returns the first read error that is not io.EOF.
 func copyBody(w http.ResponseWriter, src io.Reader, flush bool) error {
-	rc := http.NewResponseController(w)
-	buf := make([]byte, 32<<10)
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	buf := *bp
+	var rc *http.ResponseController
+	if flush {
+		rc = http.NewResponseController(w)
+	}
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
@@ -271,6 +372,10 @@ func (h *Handler) fail(w http.ResponseWriter, e *core.Error, lg *requestLog) {
 	}
 	lg.status = e.HTTPStatus()
 	hdr := w.Header()
+	if e.Reason == core.ReasonRequestTimeout {
+		// The rest of the body is unread: the connection cannot be reused.
+		hdr.Set("Connection", "close")
+	}
 	hdr.Set("Content-Type", "application/json")
 	hdr.Set("X-Gateway-Error", e.Reason.Code())
 	hdr.Set("X-Attempts", strconv.Itoa(len(e.Attempts)))
@@ -307,10 +412,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func (h *Handler) log(ctx context.Context, r *http.Request, arrival time.Time, lg *requestLog) {
 	level, msg := slog.LevelInfo, "request"
-	if lg.code == "StreamCut" {
+	if lg.code == "StreamCut" || lg.code == "BackendCut" {
 		level, msg = slog.LevelWarn, "request stream cut"
 	}
-	h.Logger.LogAttrs(ctx, level, msg,
+	attrs := [...]slog.Attr{
 		slog.String("method", r.Method),
 		slog.String("path", r.URL.Path),
 		slog.String("route", lg.route),
@@ -320,5 +425,11 @@ func (h *Handler) log(ctx context.Context, r *http.Request, arrival time.Time, l
 		slog.String("deadline", lg.fired),
 		slog.String("async", lg.async),
 		slog.Int64("durationMs", time.Since(arrival).Milliseconds()),
-	)
+		slog.String("err", lg.err),
+	}
+	n := len(attrs)
+	if lg.err == "" {
+		n-- // err only when a stream was cut
+	}
+	h.Logger.LogAttrs(ctx, level, msg, attrs[:n]...)
 }

@@ -14,12 +14,13 @@ import (
 
 func testSettings(tb testing.TB, hosts string) *core.Settings {
 	tb.Helper()
-	s := &core.Settings{
-		DefaultTTLSecs: core.Seconds(300 * time.Second), Timeout: core.Millis(time.Minute),
-		MaxRetryBodyBytes: 1 << 20, FunctionLimitMarginMs: core.Millis(time.Second),
-		AsyncTriggerTimeout: core.Millis(10 * time.Second), AsyncTimeout: core.Millis(time.Minute),
-		AsyncTTLSecs: core.Seconds(time.Hour), AsyncStore: "file:x", AsyncModeEnabled: true,
-	}
+	s := core.DefaultSettings()
+	s.Timeout = core.Millis(time.Minute)
+	s.MaxRetryBodyBytes = 1 << 20
+	s.AsyncTimeout = core.Millis(time.Minute)
+	s.AsyncTTLSecs = core.Seconds(time.Hour)
+	s.AsyncStore = "file:x"
+	s.AsyncModeEnabled = true
 	if err := s.Hosts.Decode(hosts); err != nil {
 		tb.Fatal(err)
 	}
@@ -29,33 +30,38 @@ func testSettings(tb testing.TB, hosts string) *core.Settings {
 	if err := s.Routes.Decode(`[{"prefix":"/never","async":false}]`); err != nil {
 		tb.Fatal(err)
 	}
-	return s
+	return &s
 }
 
 func TestAbsolute(t *testing.T) {
 	tests := []struct {
-		name string
-		tls  bool
-		xfp  string
-		in   string
-		want string
+		name   string
+		public string
+		tls    bool
+		hdr    map[string]string
+		in     string
+		want   string
 	}{
-		{"relative over http", false, "", "/_gateway/async/1", "http://gw.example/_gateway/async/1"},
-		{"relative over tls", true, "", "/_gateway/async/1", "https://gw.example/_gateway/async/1"},
-		{"behind a TLS front end", false, "https", "/x", "https://gw.example/x"},
-		{"unknown forwarded proto ignored", false, "gopher", "/x", "http://gw.example/x"},
-		{"absolute kept", false, "", "https://acct.blob.core.windows.net/c/b?sig=1", "https://acct.blob.core.windows.net/c/b?sig=1"},
+		{"relative over http", "", false, nil, "/_gateway/async/1", "http://gw.example/_gateway/async/1"},
+		{"relative over tls", "", true, nil, "/_gateway/async/1", "https://gw.example/_gateway/async/1"},
+		{"behind a TLS front end", "", false, map[string]string{"X-Forwarded-Proto": "https"}, "/x", "https://gw.example/x"},
+		{"unknown forwarded proto ignored", "", false, map[string]string{"X-Forwarded-Proto": "gopher"}, "/x", "http://gw.example/x"},
+		{"forwarded host never trusted", "", false, map[string]string{"X-Forwarded-Host": "attacker.example"}, "/x", "http://gw.example/x"},
+		{"absolute kept", "", false, nil, "https://acct.blob.core.windows.net/c/b?sig=1", "https://acct.blob.core.windows.net/c/b?sig=1"},
+		{"public base wins", "https://api.example.com/gw", false, map[string]string{"X-Forwarded-Host": "attacker.example", "X-Forwarded-Proto": "http"},
+			"/_gateway/blobs/c/k?se=1&sig=x", "https://api.example.com/gw/_gateway/blobs/c/k?se=1&sig=x"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			h := &Handler{Settings: &core.Settings{PublicBaseURL: core.BaseURL(tt.public)}}
 			r := httptest.NewRequest("GET", "http://gw.example/", nil)
 			if tt.tls {
 				r.TLS = &tls.ConnectionState{}
 			}
-			if tt.xfp != "" {
-				r.Header.Set("X-Forwarded-Proto", tt.xfp)
+			for k, v := range tt.hdr {
+				r.Header.Set(k, v)
 			}
-			if got := absolute(r, tt.in); got != tt.want {
+			if got := h.absolute(r, tt.in); got != tt.want {
 				t.Errorf("absolute(%q) = %q; want %q", tt.in, got, tt.want)
 			}
 		})

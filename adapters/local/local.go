@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"fngateway/core"
 )
 
 // Server serves a gateway handler on a TCP address. Its zero value is not
@@ -26,7 +28,19 @@ type Server struct {
 	Logger *slog.Logger
 	// Ready, if set, is called with the bound address once listening.
 	Ready func(addr net.Addr)
+	// IdleTimeout closes a keep-alive connection that has waited this long
+	// for its next request. Zero means DefaultIdleTimeout.
+	IdleTimeout time.Duration
 }
+
+// DefaultIdleTimeout is the idle keep-alive limit of a Server whose
+// IdleTimeout is zero: long enough for clients that pool connections,
+// short enough that idle sockets do not pile up to the descriptor limit.
+const DefaultIdleTimeout = 120 * time.Second
+
+// Caps states what the local host can do: work after answering, hold
+// upgraded connections, stream responses.
+var Caps = core.HostCaps{Name: "local", WorkAfterAnswer: true, Upgrade: true, Stream: true}
 
 // Run listens and serves until ctx is done, then shuts down gracefully,
 // giving in-flight requests up to 10 s.
@@ -48,10 +62,17 @@ func (s *Server) Run(ctx context.Context) error {
 			inner.ServeHTTP(w, r.WithContext(ctx))
 		})
 	}
+	idle := s.IdleTimeout
+	if idle <= 0 {
+		idle = DefaultIdleTimeout
+	}
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 30 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+		IdleTimeout:       idle,
+		// The server reports handler panics and connection errors here:
+		// at Error level, so they show at the default level.
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError),
 	}
 	if s.Ready != nil {
 		s.Ready(ln.Addr())

@@ -73,9 +73,9 @@ type denial struct {
 }
 
 // verify checks a blob request's decoded path and raw query at now and
-// returns the blob's key, or why it is refused. The signature is compared
-// in its encoded form, so any change to it, even one that decodes to the
-// same bytes, invalidates it.
+// returns the blob's key, or why it is refused. The signature and expiry
+// are compared in their raw, encoded form, so any change to them, even one
+// that decodes to the same bytes, invalidates them.
 func (s *Store) verify(path, rawQuery string, now time.Time) (string, *denial) {
 	key, ok := strings.CutPrefix(path, BlobPathPrefix)
 	if !ok {
@@ -84,11 +84,23 @@ func (s *Store) verify(path, rawQuery string, now time.Time) (string, *denial) {
 	invalid := func(msg string) (string, *denial) {
 		return "", &denial{http.StatusForbidden, codeInvalidSignature, msg}
 	}
-	q, err := url.ParseQuery(rawQuery)
-	if err != nil {
-		return invalid("malformed query")
+	// The query is read raw: se and sig are compared as written, so a
+	// percent-encoded character, even one that decodes to the signed byte,
+	// does not match.
+	var ses, sigs []string
+	for part := range strings.SplitSeq(rawQuery, "&") {
+		k, v, _ := strings.Cut(part, "=")
+		switch k {
+		case "se":
+			ses = append(ses, v)
+		case "sig":
+			sigs = append(sigs, v)
+		default:
+			if dk, err := url.QueryUnescape(k); err != nil || dk == "se" || dk == "sig" {
+				return invalid("malformed query")
+			}
+		}
 	}
-	ses, sigs := q["se"], q["sig"]
 	if len(ses) != 1 || len(sigs) != 1 {
 		return invalid("want exactly one se and one sig parameter")
 	}

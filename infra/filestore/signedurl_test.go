@@ -3,6 +3,7 @@ package filestore
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -174,6 +175,31 @@ func TestSignatureTampering(t *testing.T) {
 		if resp := get(bad); resp.StatusCode != http.StatusForbidden {
 			t.Errorf("sig %q: status %d, want 403", bad, resp.StatusCode)
 		}
+	}
+	// One character percent-encoded decodes to the same signature, but is
+	// not the signature as written: refused.
+	raw := func(query string) *http.Response {
+		resp, err := http.Get(srv.URL + u.Path + "?" + query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	se := u.Query().Get("se")
+	for _, i := range []int{0, len(sig) / 2, len(sig) - 1} {
+		enc := sig[:i] + fmt.Sprintf("%%%02X", sig[i]) + sig[i+1:]
+		if resp := raw("se=" + se + "&sig=" + enc); resp.StatusCode != http.StatusForbidden {
+			t.Errorf("sig with byte %d percent-encoded (%s): status %d, want 403", i, enc, resp.StatusCode)
+		}
+	}
+	for _, q := range []string{"se=" + fmt.Sprintf("%%%02X", se[0]) + se[1:] + "&sig=" + sig, "s%65=" + se + "&sig=" + sig, "se=" + se + "&s%69g=" + sig} {
+		if resp := raw(q); resp.StatusCode != http.StatusForbidden {
+			t.Errorf("query %s: status %d, want 403", q, resp.StatusCode)
+		}
+	}
+	if resp := raw("se=" + se + "&sig=" + sig + "&x=1"); resp.StatusCode != 200 {
+		t.Errorf("raw query as signed, plus an unrelated parameter: status %d, want 200", resp.StatusCode)
 	}
 }
 

@@ -80,13 +80,9 @@ func gateway(tb testing.TB, target string, extraRoutes string) *httptest.Server 
 // benchSettings are the contract's defaults with target as Hosts.
 func benchSettings(tb testing.TB, target string) *core.Settings {
 	tb.Helper()
-	s := &core.Settings{
-		DefaultTTLSecs: core.Seconds(300 * time.Second), Timeout: core.Millis(1200 * time.Second),
-		RetryBackoffMs: core.Millis(25 * time.Millisecond), MaxRetryBodyBytes: 10 << 20,
-		FunctionLimitMarginMs: core.Millis(time.Second), AsyncTriggerTimeout: core.Millis(10 * time.Second),
-		AsyncTimeout: core.Millis(1800 * time.Second), AsyncTTLSecs: core.Seconds(86400 * time.Second),
-		AsyncStore: "file:unused",
-	}
+	d := core.DefaultSettings() // the one source of defaults
+	s := &d
+	s.AsyncStore = "file:unused"
 	if err := s.Hosts.Decode(target); err != nil {
 		tb.Fatal(err)
 	}

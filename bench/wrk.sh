@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# bench/wrk.sh — requests/s of the gateway and of a bare httputil.ReverseProxy
+# side by side, in the same run, on one loopback backend answering 64 bytes.
+# The gateway writes its one JSON log line per request (to /dev/null).
+# Usage: bench/wrk.sh (or make bench-wrk). Environment: ROUNDS (2), DURATION
+# (10s), THREADS (2), CONNS (32). Needs wrk (make bench-wrk installs it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${ROUNDS:-2} DURATION=${DURATION:-10s} THREADS=${THREADS:-2} CONNS=${CONNS:-32}
+command -v wrk >/dev/null || { echo "bench/wrk.sh: wrk not found; make bench-wrk installs it" >&2; exit 1; }
+tmp=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
+trap cleanup EXIT
+
+go build -o "$tmp/gateway" ./functions
+go build -o "$tmp/wrkpeers" ./bench/wrkpeers
+"$tmp/wrkpeers" >"$tmp/peers" &
+pids+=($!)
+for _ in $(seq 100); do [ -s "$tmp/peers" ] && break; sleep 0.1; done
+read -r backend bare gw <"$tmp/peers"
+backend=${backend#backend=} bare=${bare#bare=} gw=${gw#gateway=}
+Hosts=$backend ListenAddr=$gw AsyncStore="file:$tmp/store" "$tmp/gateway" >/dev/null 2>"$tmp/gateway.err" &
+pids+=($!)
+for _ in $(seq 100); do curl -fs "http://$gw/_gateway/health" >/dev/null 2>&1 && break; sleep 0.1; done
+curl -fs "http://$gw/_gateway/health" >/dev/null || { echo "the gateway did not start:"; cat "$tmp/gateway.err"; exit 1; } >&2
+
+rps() { wrk -t"$THREADS" -c"$CONNS" -d"$1" "$2" | awk '/^Requests\/sec/ {print $2}'; }
+echo "wrk -t$THREADS -c$CONNS -d$DURATION, 64-byte answers; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+rps 2s "$bare/warm" >/dev/null
+rps 2s "http://$gw/warm" >/dev/null
+printf '%-6s %12s %12s %8s\n' round bare gateway ratio
+for r in $(seq "$ROUNDS"); do
+	if ((r % 2)); then # alternate the order, so neither always runs second
+		b=$(rps "$DURATION" "$bare/item")
+		g=$(rps "$DURATION" "http://$gw/item")
+	else
+		g=$(rps "$DURATION" "http://$gw/item")
+		b=$(rps "$DURATION" "$bare/item")
+	fi
+	printf '%-6s %12s %12s %8s\n' "$r" "$b" "$g" "$(awk -v g="$g" -v b="$b" 'BEGIN {printf "%.2fx", g/b}')"
+done

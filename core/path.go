@@ -1,0 +1,66 @@
+package core
+
+import (
+	"errors"
+	"net/url"
+	"strings"
+)
+
+// ErrInvalidPath is returned by ConfinePath for a path that could leave a
+// host's base path, or that is not a path at all.
+var ErrInvalidPath = errors.New("want a path starting with / and without a .. segment (also when percent-encoded)")
+
+// ConfinePath checks a request path as the client wrote it (its escaped
+// form, as url.URL.EscapedPath gives it) and returns it decoded. It refuses
+// with ErrInvalidPath a path that does not start with /, that has a bad
+// escape, or that has a .. segment once percent-decoded (%2e, %2f and %5c
+// included), where both / and \ separate segments and a segment's path
+// parameters (;…) are ignored, as some servers resolve /..;x/ as /../.
+// Any other path is forwarded with its escaping kept, so it can never climb
+// above the base path of the host it is joined to.
+func ConfinePath(escaped string) (string, error) {
+	if escaped == "" {
+		return "", nil
+	}
+	if escaped[0] != '/' {
+		return "", ErrInvalidPath
+	}
+	decoded := escaped
+	if strings.IndexByte(escaped, '%') >= 0 {
+		d, err := url.PathUnescape(escaped)
+		if err != nil {
+			return "", ErrInvalidPath
+		}
+		decoded = d
+	}
+	if !strings.Contains(decoded, "..") {
+		return decoded, nil // the common case: nothing to split
+	}
+	rest := decoded
+	for rest != "" {
+		i := strings.IndexAny(rest, `/\`)
+		seg := rest
+		if i >= 0 {
+			seg, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = ""
+		}
+		if j := strings.IndexByte(seg, ';'); j >= 0 {
+			seg = seg[:j]
+		}
+		if seg == ".." {
+			return "", ErrInvalidPath
+		}
+	}
+	return decoded, nil
+}
+
+// joinURL returns the URL of path (escaped, checked by ConfinePath, and
+// decoded) under the base URL host, with the client's escaping kept, as
+// httputil.ReverseProxy's joinURLPath does.
+func joinURL(host *url.URL, escaped, decoded, rawQuery string) *url.URL {
+	// RawPath is used as written whenever it is a valid encoding of Path;
+	// without it, url.URL would re-escape characters such as ! and *.
+	return &url.URL{Scheme: host.Scheme, Host: host.Host, Path: host.Path + decoded,
+		RawPath: host.EscapedPath() + escaped, RawQuery: rawQuery}
+}
