@@ -26,8 +26,9 @@ var errBodyLost = errors.New("stored request body is missing or truncated")
 // the claim released) and continued by a new message.
 //
 // It returns nil when the message is done with: the result was written, the
-// request was handed on, the message names an unknown or finished request,
-// or another worker holds a live lease (a message delayed to the lease's
+// request was handed on, the message names an unknown or finished request
+// or one whose record cannot be decoded (a terminal state, given to
+// OnError), or another worker holds a live lease (a message delayed to the lease's
 // end is left for it). A message that cannot be decoded is an error wrapping
 // ErrBadMessage; any other error is transient, and the queue should deliver
 // the message again.
@@ -81,6 +82,11 @@ func (a *Async) continueRequest(ctx context.Context, id string) error {
 	})
 	switch {
 	case errors.Is(err, ErrNotFound), errors.Is(err, errNoop):
+		return nil
+	case errors.Is(err, ErrBadRecord):
+		// Terminal: no delivery can ever decode it. Reported once per
+		// message, which is settled; the status URI answers CorruptRecord.
+		a.report(ctx, id, fmt.Errorf("continuation %s: the record cannot be decoded, its message is settled: %w", id, err))
 		return nil
 	case errors.Is(err, errLeased):
 		return a.requeue(ctx, id, rec.Claim.Until.Sub(now))

@@ -284,6 +284,13 @@ type idempotencyEntry struct {
 	StatusURI string `json:"statusUri"`
 	DataURI   string `json:"dataUri"`
 	HeaderURI string `json:"headerUri"`
+	// Fingerprint is the SHA-256 of the submission's method, path, query
+	// and body digest (see requestFingerprint): only the same request gets
+	// this Accepted back. Entries written before it existed match nothing.
+	Fingerprint string `json:"fingerprint,omitempty"`
+	// Expiry is the request's: the entry may be deleted once it and the
+	// read grace have passed.
+	Expiry time.Time `json:"expiry,omitzero"`
 }
 
 // resultHeader is the header blob: the result's status and headers

@@ -683,12 +683,18 @@ func TestAsyncIdempotency(t *testing.T) {
 		name     string
 		second   func(*Request) // changes the second request
 		profile2 *Profile       // nil: the first's
-		wantSame bool
+		want     string         // "same", "new" or "reused"
 	}{
-		{"same key, same profile", nil, nil, true},
-		{"same key, another body", func(r *Request) { r.Body = []byte("other") }, nil, true},
-		{"same key, another profile", nil, bob, false},
-		{"gateway-generated key", func(r *Request) { r.ClientKey = false }, nil, false},
+		{"same key, same request", nil, nil, "same"},
+		{"same key, same request, other headers", func(r *Request) { r.Header.Set("X-Other", "1") }, nil, "same"},
+		{"same key, another body", func(r *Request) { r.Body = []byte("other") }, nil, "reused"},
+		{"same key, no body", func(r *Request) { r.Body = nil }, nil, "reused"},
+		{"same key, another path", func(r *Request) { r.Path = "/jobs/2" }, nil, "reused"},
+		{"same key, another query", func(r *Request) { r.RawQuery = "n=2" }, nil, "reused"},
+		{"same key, another method", func(r *Request) { r.Method = "PUT" }, nil, "reused"},
+		{"same key, streamed body", func(r *Request) { r.BodyStream = io.NopCloser(strings.NewReader("hello")) }, nil, "reused"},
+		{"same key, another profile", nil, bob, "new"},
+		{"gateway-generated key", func(r *Request) { r.ClientKey = false }, nil, "new"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -708,16 +714,38 @@ func TestAsyncIdempotency(t *testing.T) {
 				if tt.profile2 != nil {
 					p = tt.profile2
 				}
+				// Replay, as the HTTP face calls it before forwarding.
+				rep, rerr := e.a.Replay(context.Background(), second, p)
 				acc2, _, err := e.a.Submit(context.Background(), second, p, false)
-				if err != nil {
-					t.Fatal(err)
+				switch tt.want {
+				case "reused":
+					for name, err := range map[string]error{"Replay": rerr, "Submit": err} {
+						var ge *Error
+						if !errors.As(err, &ge) || ge.Reason != ReasonIdempotencyKeyReused || ge.HTTPStatus() != 422 || ge.Reason.Code() != "IdempotencyKeyReused" {
+							t.Errorf("%s = %v; want a 422 IdempotencyKeyReused", name, err)
+						}
+						if ge != nil && strings.Contains(ge.Error(), acc1.ID) {
+							t.Errorf("%s error %q leaks the first request's id", name, ge.Error())
+						}
+					}
+					if rep != nil || acc2 != nil {
+						t.Errorf("Replay, Submit = %+v, %+v with a reused key; want nothing", rep, acc2)
+					}
+				case "same":
+					if rerr != nil || err != nil || rep == nil || *rep != *acc1 || *acc2 != *acc1 {
+						t.Errorf("Replay, Submit = %+v %v, %+v %v; want the first Accepted %+v", rep, rerr, acc2, err, acc1)
+					}
+				case "new":
+					if rerr != nil || rep != nil {
+						t.Errorf("Replay = %+v, %v; want nil, nil (a new request)", rep, rerr)
+					}
+					if err != nil || acc2 == nil || acc2.ID == acc1.ID {
+						t.Errorf("Submit = %+v, %v; want a new request", acc2, err)
+					}
 				}
-				if same := *acc1 == *acc2; same != tt.wantSame {
-					t.Errorf("same Accepted = %v; want %v (%+v, %+v)", same, tt.wantSame, acc1, acc2)
-				}
-				wantMsgs := 2
-				if tt.wantSame {
-					wantMsgs = 1
+				wantMsgs := 1
+				if tt.want == "new" {
+					wantMsgs = 2
 				}
 				if e.queue.size() != wantMsgs {
 					t.Errorf("queued messages = %d; want %d", e.queue.size(), wantMsgs)
@@ -727,9 +755,65 @@ func TestAsyncIdempotency(t *testing.T) {
 				if e.headerCount() != wantMsgs || e.backend.count() != wantMsgs {
 					t.Errorf("header blobs %d, backend calls %d; want %d each", e.headerCount(), e.backend.count(), wantMsgs)
 				}
+				// Once done, the same request still gets the same Accepted.
+				if tt.want == "same" {
+					if rep, err := e.a.Replay(context.Background(), second, p); err != nil || rep == nil || *rep != *acc1 {
+						t.Errorf("Replay when done = %+v, %v; want %+v", rep, err, acc1)
+					}
+				}
 			})
 		})
 	}
+}
+
+// TestAsyncReplayStoreDown: a store that cannot be read is 503, not a new
+// request.
+func TestAsyncReplayStoreDown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newAsyncEnv(t, asyncOK)
+		e.submit(t, asyncRequest())
+		boom := errors.New("store down")
+		e.store.setFail(func(op, key string) error { return boom })
+		acc, err := e.a.Replay(context.Background(), asyncRequest(), e.profile)
+		if acc != nil || ReasonOf(err) != ReasonAsyncUnavailable || !errors.Is(err, boom) {
+			t.Errorf("Replay = %+v, %v; want a 503 AsyncUnavailable wrapping the cause", acc, err)
+		}
+	})
+}
+
+// TestAsyncIdempotencyRaceDifferent: two different requests with one key
+// at once: one wins, the other is refused, only one runs.
+func TestAsyncIdempotencyRaceDifferent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newAsyncEnv(t, asyncOK)
+		var wg sync.WaitGroup
+		accs := make([]*Accepted, 2)
+		errs := make([]error, 2)
+		for i := range accs {
+			wg.Go(func() {
+				req := asyncRequest()
+				req.Body = []byte("body " + strconv.Itoa(i))
+				accs[i], _, errs[i] = e.a.Submit(context.Background(), req, e.profile, false)
+			})
+		}
+		wg.Wait()
+		won := 0
+		for i := range accs {
+			switch {
+			case errs[i] == nil && accs[i] != nil:
+				won++
+			case ReasonOf(errs[i]) != ReasonIdempotencyKeyReused:
+				t.Errorf("submission %d: %v; want success or IdempotencyKeyReused", i, errs[i])
+			}
+		}
+		if won != 1 {
+			t.Fatalf("%d submissions won; want 1", won)
+		}
+		e.drain(t)
+		if e.headerCount() != 1 || e.backend.count() != 1 {
+			t.Errorf("header blobs %d, backend calls %d; want 1 each", e.headerCount(), e.backend.count())
+		}
+	})
 }
 
 // TestAsyncIdempotencyRace: two submissions with one key at once get one
@@ -794,11 +878,33 @@ func TestAsyncStatus(t *testing.T) {
 		}
 		e.result(t, acc.ID)
 
-		// After expiry the URLs are signed for a while longer.
-		time.Sleep(2 * asyncTestTTL)
-		v = state()
-		if want := "exp=" + strconv.FormatInt(time.Now().Add(resultURLGrace).Unix(), 10); !strings.Contains(v.DataURI, want) {
-			t.Errorf("data URL after expiry %q; want %s", v.DataURI, want)
+		// Shortly before expiry the URLs are signed for a few minutes
+		// more; within the read grace, never past its end.
+		expiry := arrival.Add(asyncTestTTL)
+		time.Sleep(time.Until(expiry.Add(-time.Minute)))
+		if want := "exp=" + strconv.FormatInt(time.Now().Add(resultURLGrace).Unix(), 10); !strings.Contains(state().DataURI, want) {
+			t.Errorf("data URL a minute before expiry %q; want %s", state().DataURI, want)
+		}
+		time.Sleep(3 * time.Minute)
+		if want := "exp=" + strconv.FormatInt(expiry.Add(AsyncReadGrace).Unix(), 10); !strings.Contains(state().DataURI, want) {
+			t.Errorf("data URL within the grace %q; want %s", state().DataURI, want)
+		}
+		// At expiry plus the read grace: 410 Expired, nothing signed.
+		time.Sleep(time.Until(expiry.Add(AsyncReadGrace)))
+		signs := 0
+		e.store.setFail(func(op, key string) error {
+			if op == "sign" {
+				signs++
+			}
+			return nil
+		})
+		v, err := e.a.Status(context.Background(), acc.ID)
+		var ge *Error
+		if v != nil || !errors.As(err, &ge) || ge.Reason != ReasonExpired || ge.HTTPStatus() != 410 || ge.Reason.Code() != "Expired" {
+			t.Errorf("Status at expiry+grace = %+v, %v; want a 410 Expired", v, err)
+		}
+		if signs != 0 {
+			t.Errorf("Status signed %d URLs after the read grace; want none", signs)
 		}
 	})
 }

@@ -42,6 +42,14 @@ const (
 	ReasonBackendUnavailable        // 502
 	ReasonAsyncUnavailable          // 503
 	ReasonClientGone                // the client left; nothing is sent
+	// ReasonIdempotencyKeyReused: an Idempotency-Key already used for a
+	// different async request (method, path, query or body): 422.
+	ReasonIdempotencyKeyReused
+	// ReasonExpired: an async request past its expiry and read grace: 410.
+	ReasonExpired
+	// ReasonCorruptRecord: an async request whose record cannot be
+	// decoded; it never completes: 500.
+	ReasonCorruptRecord
 )
 
 // Code returns the contract's error code for r.
@@ -63,6 +71,12 @@ func (r Reason) Code() string {
 		return "AsyncUnavailable"
 	case ReasonClientGone:
 		return "ClientClosedRequest"
+	case ReasonIdempotencyKeyReused:
+		return "IdempotencyKeyReused"
+	case ReasonExpired:
+		return "Expired"
+	case ReasonCorruptRecord:
+		return "CorruptRecord"
 	}
 	return "Internal"
 }
@@ -87,6 +101,10 @@ func (r Reason) Status(attempted bool) int {
 		return http.StatusServiceUnavailable
 	case ReasonClientGone:
 		return 499
+	case ReasonIdempotencyKeyReused:
+		return http.StatusUnprocessableEntity
+	case ReasonExpired:
+		return http.StatusGone
 	}
 	return http.StatusInternalServerError
 }
