@@ -100,7 +100,7 @@ func waitDone(tb testing.TB, statusURI string, within time.Duration) (string, []
 		switch resp.StatusCode {
 		case 303:
 			return resp.Header.Get("Location"), states
-		case 200:
+		case 202:
 			var st struct {
 				ID     string `json:"id"`
 				Status string `json:"status"`

@@ -158,17 +158,24 @@ func retryAfterSecs(d time.Duration) int {
 	return max(s, 1)
 }
 
-// serveStatus answers a status URI: 200 with the state while pending,
-// 303 to a freshly signed data URL when done, 404 for an unknown id.
+// serveStatus answers a status URI (CONTRACT §6): 202 with the state and
+// Retry-After while pending (generic long-running-operation pollers keep
+// polling on 202), 303 to a freshly signed data URL when done, 404 for an
+// unknown id, 410 Expired once the request's expiry and read grace have
+// passed, 500 CorruptRecord for a record that cannot be decoded.
 func (h *Handler) serveStatus(w http.ResponseWriter, r *http.Request, id string) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		writeError(w, http.StatusMethodNotAllowed, "MethodNotAllowed", "status URIs answer GET", 0)
 		return
 	}
 	st, err := h.Async.Status(r.Context(), id)
+	var ge *core.Error
 	switch {
 	case errors.Is(err, core.ErrNotFound):
 		writeError(w, http.StatusNotFound, "NotFound", "no async request with id "+strconv.Quote(trim(id)), 0)
+		return
+	case errors.As(err, &ge) && (ge.Reason == core.ReasonExpired || ge.Reason == core.ReasonCorruptRecord):
+		writeError(w, ge.HTTPStatus(), ge.Reason.Code(), ge.Message, 0)
 		return
 	case err != nil:
 		writeError(w, http.StatusServiceUnavailable, core.ReasonAsyncUnavailable.Code(), "reading the async request: "+err.Error(), 0)
@@ -184,7 +191,7 @@ func (h *Handler) serveStatus(w http.ResponseWriter, r *http.Request, id string)
 	if attempts == nil {
 		attempts = []core.Attempt{}
 	}
-	writeJSON(w, http.StatusOK, statusDoc{
+	writeJSON(w, http.StatusAccepted, statusDoc{
 		ID: st.ID, Status: string(st.State), Arrival: st.Arrival.UTC().Format(time.RFC3339Nano),
 		Expiry: st.Expiry.UTC().Format(time.RFC3339Nano), Attempts: attempts, Checkpoints: st.Checkpoints,
 	})
