@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -1261,6 +1262,129 @@ func TestAsyncLeaseLost(t *testing.T) {
 				}
 				if h, data := e.result(t, acc.ID); h.Status != 200 || data != "done:hello" || e.backend.count() != 2 {
 					t.Errorf("result %d %q after %d calls; want 200 after 2", h.Status, data, e.backend.count())
+				}
+			})
+		})
+	}
+}
+
+// TestAsyncCorruptRecord: a record that does not decode is terminal: its
+// message is settled (Process returns nil) and reported to OnError once,
+// and Status answers CorruptRecord on every poll.
+func TestAsyncCorruptRecord(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newAsyncEnv(t, asyncOK)
+		var mu sync.Mutex
+		var reported []error
+		e.a.OnError = func(_ context.Context, id string, err error) {
+			mu.Lock()
+			reported = append(reported, err)
+			mu.Unlock()
+		}
+		acc := e.submit(t, asyncRequest())
+		msg := e.takeOne(t, 0)
+		e.store.mu.Lock()
+		o := e.store.objects[asyncRecordKey(acc.ID)]
+		o.data = append([]byte(`{"v":1,"garbage":`), o.data...)
+		e.store.objects[asyncRecordKey(acc.ID)] = o
+		e.store.mu.Unlock()
+		if err := e.a.Process(context.Background(), msg); err != nil {
+			t.Fatalf("Process = %v; want nil (the message settled)", err)
+		}
+		if len(reported) != 1 || !errors.Is(reported[0], ErrBadRecord) || !strings.Contains(reported[0].Error(), acc.ID) {
+			t.Errorf("OnError got %v; want one error wrapping ErrBadRecord naming %s", reported, acc.ID)
+		}
+		if e.backend.count() != 0 || e.queue.size() != 0 {
+			t.Errorf("backend calls %d, messages %d; want none", e.backend.count(), e.queue.size())
+		}
+		for range 3 {
+			v, err := e.a.Status(context.Background(), acc.ID)
+			var ge *Error
+			if v != nil || !errors.As(err, &ge) || ge.Reason != ReasonCorruptRecord || ge.HTTPStatus() != 500 ||
+				ge.Reason.Code() != "CorruptRecord" || !errors.Is(err, ErrBadRecord) {
+				t.Fatalf("Status = %+v, %v; want a 500 CorruptRecord", v, err)
+			}
+		}
+	})
+}
+
+// blockingNotifier holds every notification for delay, then records it
+// and fails with fail.
+type blockingNotifier struct {
+	delay time.Duration
+	fail  error
+	mu    sync.Mutex
+	got   []string
+	at    []time.Time
+}
+
+func (n *blockingNotifier) Notify(ctx context.Context, topic string, body []byte) error {
+	time.Sleep(n.delay)
+	var v notification
+	if err := json.Unmarshal(body, &v); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	n.got = append(n.got, v.Status)
+	n.at = append(n.at, time.Now())
+	n.mu.Unlock()
+	return n.fail
+}
+
+// TestAsyncNotificationsOffPath: where the host may work after answering,
+// a slow topic does not delay Submit; the notifications still go out, in
+// order. Where it may not, they are sent before Submit returns. Failures
+// reach OnError either way.
+func TestAsyncNotificationsOffPath(t *testing.T) {
+	for _, after := range []bool{true, false} {
+		t.Run(fmt.Sprintf("WorkAfterAnswer=%v", after), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newAsyncEnv(t, asyncOK)
+				boom := errors.New("topic refused")
+				n := &blockingNotifier{delay: 3 * time.Second, fail: boom}
+				e.a.Notifier = n
+				e.a.Host = HostCaps{WorkAfterAnswer: after}
+				var mu sync.Mutex
+				var reported []error
+				e.a.OnError = func(_ context.Context, id string, err error) {
+					mu.Lock()
+					reported = append(reported, err)
+					mu.Unlock()
+				}
+				start := time.Now()
+				acc, c, err := e.a.Submit(context.Background(), asyncRequest(), e.profile, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				took := time.Since(start)
+				want := time.Duration(0)
+				if !after {
+					want = 2 * n.delay // Queued and Processing, one after the other
+				}
+				if took != want {
+					t.Errorf("Submit took %v; want %v", took, want)
+				}
+				resp, _ := asyncOK(&http.Request{})
+				if err := e.a.Finish(context.Background(), c, &Result{Response: resp}, nil); err != nil {
+					t.Fatal(err)
+				}
+				synctest.Wait()
+				time.Sleep(time.Minute)
+				synctest.Wait()
+				n.mu.Lock()
+				defer n.mu.Unlock()
+				if got := strings.Join(n.got, ","); got != "Queued,Processing,AsyncProcessed" {
+					t.Errorf("notifications %s; want Queued,Processing,AsyncProcessed in order", got)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if len(reported) != 3 {
+					t.Fatalf("OnError called %d times; want 3", len(reported))
+				}
+				for _, err := range reported {
+					if !errors.Is(err, boom) || !strings.Contains(err.Error(), acc.ID) || !strings.Contains(err.Error(), "alice-events") {
+						t.Errorf("reported %v; want the notifier's error naming the id and topic", err)
+					}
 				}
 			})
 		})

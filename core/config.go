@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -275,6 +276,10 @@ func ParseRoutes(data []byte) (Routes, error) {
 				return nil, fmt.Errorf("%s: ttlSecs: want a positive number of seconds", where)
 			}
 			r.TTL = time.Duration(v * float64(time.Second))
+			if r.TTL <= 0 {
+				// Zero would mean "inherit DefaultTTLSecs".
+				return nil, fmt.Errorf("%s: ttlSecs %v rounds to zero; want at least 0.000000001 (1 ns)", where, v)
+			}
 		}
 		ms := func(name string, p *int64) (time.Duration, error) {
 			if p == nil {
@@ -361,6 +366,42 @@ func ParseProfiles(data []byte) (Profiles, error) {
 		out[p.UserID] = p
 	}
 	return out, nil
+}
+
+// TopicChecker is an optional capability of a Notifier: it tells, without
+// sending anything, whether the store accepts a topic name (the file
+// store's JSON-lines files, an Azure queue name, an SQS queue name).
+type TopicChecker interface {
+	// CheckTopic returns an error saying what a valid name is when topic
+	// is not one.
+	CheckTopic(topic string) error
+}
+
+// ValidateTopics checks every profile's async-config.topic against n, so
+// that a topic the store cannot accept stops the start-up instead of
+// losing every notification. A Notifier that is not a TopicChecker accepts
+// every topic. The error is a *SettingError naming UserProfiles.
+func (p Profiles) ValidateTopics(n Notifier) error {
+	tc, ok := n.(TopicChecker)
+	if !ok {
+		return nil
+	}
+	ids := make([]string, 0, len(p))
+	for id := range p {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		topic := p[id].Async.Topic
+		if topic == "" {
+			continue
+		}
+		if err := tc.CheckTopic(topic); err != nil {
+			return &SettingError{Name: "UserProfiles", Value: fmt.Sprintf("profile %q async-config.topic %q", id, topic),
+				Want: "want a topic name the async store accepts: " + err.Error()}
+		}
+	}
+	return nil
 }
 
 func validContainer(s string) bool {
