@@ -34,8 +34,13 @@ const (
 const (
 	// DefaultAsyncTTL is used when Async.TTL is zero (AsyncTTLSecs' default).
 	DefaultAsyncTTL = 24 * time.Hour
-	// defaultLeaseWindow replaces a zero Async.Timeout in the lease length.
-	defaultLeaseWindow = 5 * time.Minute
+	// DefaultLease is the length of a claim's lease when Async.Lease is
+	// zero. Its holder renews it every third of it (5 s) while it works,
+	// so a continuation whose instance died resumes elsewhere within 15 s.
+	DefaultLease = 15 * time.Second
+	// DefaultTriggerTimeout is used when Async.TriggerTimeout is zero
+	// (AsyncTriggerTimeout's default).
+	DefaultTriggerTimeout = 10 * time.Second
 	// maxQueueDelay is the longest delay a queue takes (SQS: 15 minutes).
 	maxQueueDelay = 15 * time.Minute
 	// asyncPoll is the Retry-After of a pending request.
@@ -163,6 +168,19 @@ type Async struct {
 	// Margin is kept free before the invocation's own deadline
 	// (ctx.Deadline()) to checkpoint and hand on. Zero means none.
 	Margin time.Duration
+	// TriggerTimeout is AsyncTriggerTimeout: how long Run waits for the
+	// backend's answer before it hands the request off. Zero means
+	// DefaultTriggerTimeout.
+	TriggerTimeout time.Duration
+	// Lease is how long a claim holds without renewal; its holder renews
+	// it every third of it while it works (the heartbeat), so a holder
+	// that dies is replaced within one lease. Zero means DefaultLease.
+	Lease time.Duration
+	// Continuations bounds the continuations this instance works on at
+	// once, in-process finishes after a 202 and queue deliveries alike
+	// (MaxContinuations), and drains them on shutdown. If nil, Run never
+	// finishes a request in-process: every hand-off runs from the queue.
+	Continuations *Continuations
 	// Stats, if set, counts hand-offs.
 	Stats *Stats
 	// Host states what the host can do. With WorkAfterAnswer set,
@@ -265,14 +283,12 @@ func (a *Async) ttl() time.Duration {
 	return DefaultAsyncTTL
 }
 
-// leaseLen is how long a claim lasts before it must be renewed: one
-// attempt's window plus the margin.
+// leaseLen is how long a claim lasts before it must be renewed.
 func (a *Async) leaseLen() time.Duration {
-	d := a.Timeout
-	if d <= 0 {
-		d = defaultLeaseWindow
+	if a.Lease > 0 {
+		return a.Lease
 	}
-	return d + max(a.Margin, 0)
+	return DefaultLease
 }
 
 // retryAfter is the poll interval: 2 s, or 1 s when attempts are shorter.

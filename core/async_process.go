@@ -193,16 +193,17 @@ func (a *Async) rebuild(ctx context.Context, rec *Record, limit time.Time) (*Req
 	return req, nil, nil
 }
 
-// keepLease renews the lease of owner on record id every half lease until
-// stop is called, never past limit (zero: no limit). If the lease turns out
-// to be lost, it calls lose(ErrLeaseLost) and stops. A renewal that fails
-// otherwise is tried again at the next tick.
+// keepLease is the claim's heartbeat: it renews the lease of owner on
+// record id every third of a lease until stop is called, never past limit
+// (zero: no limit). If the lease turns out to be lost, it calls
+// lose(ErrLeaseLost) and stops. A renewal that fails otherwise is tried
+// again at the next beat, so two can fail before the lease lapses.
 func (a *Async) keepLease(ctx context.Context, id, owner string, lease time.Duration, limit time.Time, lose context.CancelCauseFunc) (stop func()) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(max(lease/2, time.Millisecond))
+		t := time.NewTicker(max(lease/3, time.Millisecond))
 		defer t.Stop()
 		for {
 			select {

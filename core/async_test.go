@@ -56,7 +56,7 @@ func newAsyncEnv(tb testing.TB, fn backendFunc, hosts ...string) *asyncEnv {
 		Store: e.store, Queue: e.queue, Notifier: e.notes,
 		Forwarder: &Forwarder{Transport: e.backend},
 		Router:    NewRouter(&Settings{Hosts: hl}),
-		TTL:       asyncTestTTL, Timeout: asyncTestTimeout, Margin: asyncTestMargin,
+		TTL:       asyncTestTTL, Timeout: asyncTestTimeout, Margin: asyncTestMargin, Lease: asyncTestLease,
 		Stats: &Stats{},
 	}
 	return e
@@ -1115,7 +1115,7 @@ func TestAsyncInflight(t *testing.T) {
 func TestAsyncLeaseRenewal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newAsyncEnv(t, asyncAfter(8*time.Second, asyncStatus(503)), "a.test", "b.test", "c.test")
-		e.a.Timeout = 10 * time.Second // lease 11 s, renewed every 5.5 s
+		e.a.Lease = 9 * time.Second // renewed every 3 s
 		acc := e.submit(t, asyncRequest())
 		msg := e.takeOne(t, 0)
 		done := make(chan error)
@@ -1124,8 +1124,8 @@ func TestAsyncLeaseRenewal(t *testing.T) {
 		if err := e.a.Process(context.Background(), msg); err != nil {
 			t.Fatal(err)
 		}
-		// Renewed at 16.5 s until 27.5 s: back in 7.5 s, rounded up.
-		e.takeOne(t, 8*time.Second)
+		// Renewed at 18 s until 27 s: back in 7 s.
+		e.takeOne(t, 7*time.Second)
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
@@ -1200,13 +1200,13 @@ func TestAsyncInflightLost(t *testing.T) {
 			}
 			return nil
 		})
-		time.Sleep(asyncTestLease + 500*time.Millisecond) // renewals at 15.5 s and 31 s fail
+		time.Sleep(asyncTestLease + 500*time.Millisecond) // the heartbeats at 10.3, 20.7 and 31 s fail
 		e.store.setFail(nil)
 		if err := e.a.Process(context.Background(), msg); err != nil {
 			t.Fatal(err)
 		}
-		<-c.Lost() // the next renewal, at 46.5 s, finds the request taken
-		if got, want := time.Since(start), 46500*time.Millisecond; got != want {
+		<-c.Lost() // the next heartbeat, at 41.3 s, finds the request taken
+		if got, want := time.Since(start), 4*(asyncTestLease/3); got != want {
 			t.Errorf("Lost after %v; want %v", got, want)
 		}
 		res := &Result{Response: &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("too late"))}}
@@ -1229,7 +1229,7 @@ func TestAsyncLeaseLost(t *testing.T) {
 		detectAt  time.Duration
 		wantDelay time.Duration
 	}{
-		{"found by the renewer", 25 * time.Second, 15500 * time.Millisecond, 21 * time.Second},
+		{"found by the renewer", 25 * time.Second, asyncTestLease / 3, 26 * time.Second},
 		{"found before the data write", 10 * time.Second, 10 * time.Second, 26 * time.Second},
 	}
 	for _, tt := range tests {

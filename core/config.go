@@ -62,6 +62,11 @@ type Settings struct {
 	// AzureWebJobsStorage is the storage account connection string.
 	AzureWebJobsStorage string
 
+	// MaxContinuations bounds the continuations one instance works on at
+	// once, in-process finishes after a 202 included; beyond it they wait
+	// on the queue.
+	MaxContinuations Count `default:"16"`
+
 	// FunctionTimeoutSecs is the execution limit to stay inside; zero
 	// means the host's own (none for the local host).
 	FunctionTimeoutSecs Seconds
