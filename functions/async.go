@@ -39,24 +39,37 @@ func wireAsync(ctx context.Context, s *core.Settings, h *httpapi.Handler, gw *ga
 		return &core.SettingError{Name: "AsyncStore", Value: s.AsyncStore, Want: "want file:<dir> or azure (s3:// comes with the Lambda host)"}
 	}
 	a := &core.Async{
-		Store:     store,
-		Queue:     queue,
-		Notifier:  notifier,
-		Forwarder: h.Forwarder,
-		Router:    core.NewRouter(s),
-		TTL:       s.AsyncTTLSecs.D(),
-		Timeout:   s.AsyncTimeout.D(),
-		Margin:    s.FunctionLimitMarginMs.D(),
-		Stats:     h.Stats,
+		Store:          store,
+		Queue:          queue,
+		Notifier:       notifier,
+		Forwarder:      h.Forwarder,
+		Router:         core.NewRouter(s),
+		TTL:            s.AsyncTTLSecs.D(),
+		Timeout:        s.AsyncTimeout.D(),
+		Margin:         s.FunctionLimitMarginMs.D(),
+		TriggerTimeout: s.AsyncTriggerTimeout.D(),
+		Continuations:  core.NewContinuations(int(s.MaxContinuations)),
+		Stats:          h.Stats,
+		Host:           h.Host,
+		OnError: func(ctx context.Context, id string, err error) {
+			logger.WarnContext(ctx, "async", slog.String("id", id), slog.String("err", err.Error()))
+		},
 	}
 	h.Async = a
+	// The worker's messages stay hidden for one lease, renewed while they
+	// run; a queue that cannot renew hides them for a whole attempt.
+	visibility := core.DefaultLease
+	if _, ok := queue.(core.VisibilityExtender); !ok {
+		visibility = s.AsyncTimeout.D() + s.FunctionLimitMarginMs.D() + 30*time.Second
+	}
 	w := &local.Worker{
 		Queue:      queue,
 		Async:      a,
 		Logger:     logger,
-		Visibility: s.AsyncTimeout.D() + s.FunctionLimitMarginMs.D() + 30*time.Second,
+		Visibility: visibility,
 		Limit:      limit,
 	}
 	gw.runWorkers = w.Run
+	gw.drain = a.Continuations.Shutdown
 	return nil
 }

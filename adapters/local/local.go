@@ -10,7 +10,15 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"fngateway/core"
 )
+
+// Caps returns what the local host can do: work after answering (the
+// process runs on), connection upgrades and streamed responses.
+func Caps() core.HostCaps {
+	return core.HostCaps{Name: "local", WorkAfterAnswer: true, Upgrade: true, Stream: true}
+}
 
 // Server serves a gateway handler on a TCP address. Its zero value is not
 // usable: set Handler and Addr.
