@@ -47,7 +47,7 @@ const (
 	asyncPoll = 2 * time.Second
 	// resultURLGrace is the least lifetime of a URL signed by Status, so
 	// that a result read at or near expiry can still be fetched; never past
-	// the expiry plus AsyncReadGrace.
+	// the end of the request's read grace (see AsyncReadGrace).
 	resultURLGrace = AsyncReadGrace
 	// cleanupTimeout bounds writes made after the caller's context ended.
 	cleanupTimeout = 30 * time.Second
@@ -57,12 +57,20 @@ const (
 	maxHeaderBlobBytes = 1 << 20
 )
 
-// AsyncReadGrace is how long an async request can still be read after its
-// expiry (AsyncTTLSecs from arrival): until Expiry+AsyncReadGrace the status
-// URI answers and signs result URLs (valid at most until then); after it
-// Status returns ReasonExpired (410) and the stores may delete the
+// AsyncReadGrace is how long, at most, an async request can still be read
+// after its expiry (AsyncTTLSecs from arrival): the read grace is 5
+// minutes, or the request's own TTL when that is shorter (a request that
+// lives 2 s is readable until 4 s after its arrival). Until its end the
+// status URI answers and signs result URLs (valid at most until then);
+// after it Status returns ReasonExpired (410) and the stores may delete the
 // request's record, blobs and idempotency entry.
 const AsyncReadGrace = 5 * time.Minute
+
+// readEnd is when a request that arrived at arrival and expires at expiry
+// stops being readable: its expiry plus its read grace.
+func readEnd(arrival, expiry time.Time) time.Time {
+	return expiry.Add(max(min(AsyncReadGrace, expiry.Sub(arrival)), 0))
+}
 
 // ErrLeaseLost is returned by Finish when the claim's lease lapsed and a
 // queue worker took the request over: the result is that worker's to write.
@@ -432,7 +440,7 @@ func (a *Async) submit(ctx context.Context, req *Request, profile *Profile, infl
 	// 4. The idempotency index, last: an entry names a record whose
 	// message went out.
 	if idemKey != "" {
-		other, err := a.index(ctx, idemKey, idemVersion, fp, expiry, acc)
+		other, err := a.index(ctx, idemKey, idemVersion, fp, readEnd(arrival, expiry), acc)
 		var ge *Error
 		switch {
 		case errors.As(err, &ge) && ge.Reason == ReasonIdempotencyKeyReused:
@@ -632,13 +640,14 @@ func (a *Async) lookupIdempotent(ctx context.Context, key, fp string) (*Accepted
 }
 
 // index writes acc under the idempotency key (create, or take over the
-// entry at version), with the request's fingerprint and expiry. It returns
+// entry at version), with the request's fingerprint and the end of its
+// read grace. It returns
 // the Accepted of a concurrent submission of the same request that won the
 // key instead, if any, or the error of lookupIdempotent for one that is
 // not the same request.
-func (a *Async) index(ctx context.Context, key, version, fp string, expiry time.Time, acc *Accepted) (*Accepted, error) {
+func (a *Async) index(ctx context.Context, key, version, fp string, readableUntil time.Time, acc *Accepted) (*Accepted, error) {
 	b, _ := json.Marshal(idempotencyEntry{V: 1, ID: acc.ID, StatusURI: acc.StatusURI, DataURI: acc.DataURI, HeaderURI: acc.HeaderURI,
-		Fingerprint: fp, Expiry: expiry.UTC()})
+		Fingerprint: fp, ReadableUntil: readableUntil.UTC()})
 	_, err := a.Store.Put(ctx, key, b, version)
 	if err == nil {
 		return nil, nil
@@ -786,12 +795,12 @@ func (a *Async) report(ctx context.Context, id string, err error) {
 
 // Status reports on async request id. An id that is malformed, unknown, or
 // of a submission that failed is an error wrapping ErrNotFound. A request
-// past its expiry plus AsyncReadGrace is an *Error with ReasonExpired,
+// past its expiry plus its read grace (see AsyncReadGrace) is an *Error with ReasonExpired,
 // whatever its state, and nothing is signed; one whose record cannot be
 // decoded is an *Error with ReasonCorruptRecord wrapping ErrBadRecord (it
 // never completes). Once done, the view carries freshly signed URLs of the
 // result blobs, valid until the request expires and for at least a few
-// minutes, never past the expiry plus AsyncReadGrace.
+// minutes, never past the end of the read grace.
 func (a *Async) Status(ctx context.Context, id string) (*StatusView, error) {
 	if !validAsyncID(id) {
 		return nil, fmt.Errorf("async status: malformed id: %w", ErrNotFound)
@@ -807,7 +816,8 @@ func (a *Async) Status(ctx context.Context, id string) (*StatusView, error) {
 		return nil, fmt.Errorf("async status %s: %w", id, err)
 	}
 	now := time.Now()
-	if end := rec.Expiry.Add(AsyncReadGrace); !now.Before(end) {
+	end := readEnd(rec.Arrival, rec.Expiry)
+	if !now.Before(end) {
 		return nil, &Error{Reason: ReasonExpired, Message: fmt.Sprintf("async request %s expired at %s (readable until %s)",
 			id, rec.Expiry.Format(time.RFC3339), end.Format(time.RFC3339))}
 	}
@@ -822,7 +832,7 @@ func (a *Async) Status(ctx context.Context, id string) (*StatusView, error) {
 	if least := now.Add(resultURLGrace); until.Before(least) {
 		until = least
 	}
-	until = minTime(until, rec.Expiry.Add(AsyncReadGrace))
+	until = minTime(until, end)
 	if v.DataURI, err = a.Store.SignURL(ctx, asyncDataKey(rec.Container, id), until); err != nil {
 		return nil, fmt.Errorf("async status %s: sign data URL: %w", id, err)
 	}

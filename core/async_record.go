@@ -288,9 +288,9 @@ type idempotencyEntry struct {
 	// and body digest (see requestFingerprint): only the same request gets
 	// this Accepted back. Entries written before it existed match nothing.
 	Fingerprint string `json:"fingerprint,omitempty"`
-	// Expiry is the request's: the entry may be deleted once it and the
-	// read grace have passed.
-	Expiry time.Time `json:"expiry,omitzero"`
+	// ReadableUntil is the end of the request's read grace (its expiry
+	// plus the grace): the entry may be deleted once it has passed.
+	ReadableUntil time.Time `json:"readableUntil,omitzero"`
 }
 
 // resultHeader is the header blob: the result's status and headers
@@ -330,8 +330,8 @@ func AsyncSweepPrefixes() []string {
 
 // AsyncGarbage tells a store's sweep what to delete for the object at key
 // (under one of AsyncSweepPrefixes) holding data, at time now: nothing
-// (nil) until the request it belongs to is past its expiry plus
-// AsyncReadGrace, then every key the request owns, the object's own key
+// (nil) until the request it belongs to is past its expiry plus its read
+// grace (see AsyncReadGrace), then every key the request owns, the object's own key
 // last, so that a sweep interrupted half-way finds the rest next time. For
 // a record: its request body blob, its result blobs and itself; for an
 // idempotency entry: itself. Objects that cannot be decoded, and entries
@@ -342,13 +342,13 @@ func AsyncGarbage(key string, data []byte, now time.Time) []string {
 	switch {
 	case strings.HasPrefix(key, asyncRecordsPrefix):
 		r, err := DecodeRecord(data)
-		if err != nil || asyncRecordKey(r.ID) != key || now.Before(r.Expiry.Add(AsyncReadGrace)) {
+		if err != nil || asyncRecordKey(r.ID) != key || now.Before(readEnd(r.Arrival, r.Expiry)) {
 			return nil
 		}
 		return []string{asyncBodyKey(r.ID), asyncDataKey(r.Container, r.ID), asyncHeaderKey(r.Container, r.ID), key}
 	case strings.HasPrefix(key, asyncIdempotencyPrefix):
 		var e idempotencyEntry
-		if decodeStrict(data, &e) != nil || e.Expiry.IsZero() || now.Before(e.Expiry.Add(AsyncReadGrace)) {
+		if decodeStrict(data, &e) != nil || e.ReadableUntil.IsZero() || now.Before(e.ReadableUntil) {
 			return nil
 		}
 		return []string{key}

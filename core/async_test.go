@@ -1390,3 +1390,26 @@ func TestAsyncNotificationsOffPath(t *testing.T) {
 		})
 	}
 }
+
+// TestAsyncReadGraceShortTTL: the read grace is the request's own TTL when
+// that is shorter than AsyncReadGrace.
+func TestAsyncReadGraceShortTTL(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newAsyncEnv(t, asyncOK)
+		e.a.TTL = 2 * time.Second
+		acc := e.submit(t, asyncRequest())
+		e.drain(t)
+		time.Sleep(4*time.Second - time.Nanosecond)
+		v, err := e.a.Status(context.Background(), acc.ID)
+		if err != nil || !v.State.Done() {
+			t.Fatalf("Status at TTL+grace-1ns = %+v, %v; want the result", v, err)
+		}
+		if want := "exp=" + strconv.FormatInt(time.Now().Add(time.Nanosecond).Unix(), 10); !strings.Contains(v.DataURI, want) {
+			t.Errorf("data URL %q; want it to end with the grace (%s)", v.DataURI, want)
+		}
+		time.Sleep(time.Nanosecond)
+		if _, err := e.a.Status(context.Background(), acc.ID); ReasonOf(err) != ReasonExpired {
+			t.Errorf("Status at TTL+grace = %v; want Expired", err)
+		}
+	})
+}

@@ -22,7 +22,7 @@ const (
 )
 
 // Sweep deletes what expired async requests left in the store: once a
-// request is past its expiry plus core.AsyncReadGrace, its record, request
+// request is past its expiry plus its read grace (core.AsyncReadGrace), its record, request
 // body, result blobs and idempotency index entry (core.AsyncGarbage
 // decides). The cloud stores get the same from lifecycle rules.
 //
