@@ -143,6 +143,43 @@ func TestQueue(t *testing.T) {
 		}
 	})
 
+	t.Run("Extend", func(t *testing.T) {
+		t.Parallel()
+		ctx := testContext(t)
+		q, _ := newQueue(t)
+		body := []byte(`{"v":1,"id":"0123456789abcdef0123456789abcdef"}`)
+		if err := q.Enqueue(ctx, body, 0); err != nil {
+			t.Fatalf("Enqueue: %v", err)
+		}
+		m := receiveOne(t, q, time.Minute, 5*time.Second)
+		// A longer hide issues a new receipt; the old one is stale.
+		m2, err := q.Extend(ctx, m, 2*time.Minute)
+		if err != nil || m2.Receipt == m.Receipt || string(m2.Body) != string(body) {
+			t.Fatalf("Extend = %+v, %v; want a new receipt, the same body", m2, err)
+		}
+		if msgs, err := q.Receive(ctx, 1, time.Second); err != nil || len(msgs) != 0 {
+			t.Fatalf("Receive while extended = %v, %v; want none", msgs, err)
+		}
+		if _, err := q.Extend(ctx, m, time.Minute); !errors.Is(err, core.ErrNotFound) {
+			t.Errorf("Extend with a stale receipt = %v; want core.ErrNotFound", err)
+		}
+		// Zero shows it again at once, body unchanged.
+		if _, err := q.Extend(ctx, m2, 0); err != nil {
+			t.Fatalf("Extend(0): %v", err)
+		}
+		m3 := receiveOne(t, q, time.Minute, 5*time.Second)
+		if string(m3.Body) != string(body) || m3.DequeueCount != 2 {
+			t.Errorf("redelivered %q (count %d); want the same body, count 2", m3.Body, m3.DequeueCount)
+		}
+		m4, err := q.Extend(ctx, m3, time.Minute)
+		if err != nil {
+			t.Fatalf("Extend: %v", err)
+		}
+		if err := q.Complete(ctx, m4); err != nil {
+			t.Errorf("Complete with the extended receipt: %v", err)
+		}
+	})
+
 	t.Run("InvalidQueueName", func(t *testing.T) {
 		t.Parallel()
 		for _, name := range []string{"", "ab", "Upper", "a_b", "-ab", "ab-", "a--b", strings.Repeat("a", 64)} {
