@@ -23,6 +23,8 @@ const (
 	asyncRecordsPrefix     = "gateway/records/"
 	asyncRequestsPrefix    = "gateway/requests/"
 	asyncIdempotencyPrefix = "gateway/idempotency/"
+	// asyncCorruptPrefix marks records found undecodable, once reported.
+	asyncCorruptPrefix = "gateway/corrupt/"
 
 	// DefaultResultContainer holds async results for profiles without an
 	// async-config.containername.

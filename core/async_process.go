@@ -84,9 +84,9 @@ func (a *Async) continueRequest(ctx context.Context, id string) error {
 	case errors.Is(err, ErrNotFound), errors.Is(err, errNoop):
 		return nil
 	case errors.Is(err, ErrBadRecord):
-		// Terminal: no delivery can ever decode it. Reported once per
-		// message, which is settled; the status URI answers CorruptRecord.
-		a.report(ctx, id, fmt.Errorf("continuation %s: the record cannot be decoded, its message is settled: %w", id, err))
+		// Terminal: no delivery can ever decode it. The message is
+		// settled; the status URI answers CorruptRecord.
+		a.reportCorrupt(ctx, id, err)
 		return nil
 	case errors.Is(err, errLeased):
 		return a.requeue(ctx, id, rec.Claim.Until.Sub(now))
@@ -135,6 +135,19 @@ func (a *Async) continueRequest(ctx context.Context, id string) error {
 	}
 	res, ferr := a.forwarder().Forward(work, req)
 	return a.settle(ctx, s, res, ferr)
+}
+
+// reportCorrupt reports the undecodable record of id to OnError once:
+// the first delivery that finds it leaves a mark (gateway/corrupt/<id>,
+// created once, naming the error), and later ones, such as a message
+// delayed for an in-flight claim, settle silently. Should the mark not be
+// writable, it reports anyway.
+func (a *Async) reportCorrupt(ctx context.Context, id string, cause error) {
+	mark, _ := json.Marshal(map[string]string{"id": id, "err": cause.Error(), "at": time.Now().UTC().Format(time.RFC3339)})
+	if _, err := a.Store.Put(ctx, asyncCorruptPrefix+id, mark, ""); errors.Is(err, ErrConflict) {
+		return
+	}
+	a.report(ctx, id, fmt.Errorf("continuation %s: the record cannot be decoded, its message is settled: %w", id, cause))
 }
 
 // rebuild makes the request to send again from its record: the route
