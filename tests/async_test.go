@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -579,5 +581,42 @@ func TestAsyncCorruptRecord(t *testing.T) {
 	}
 	if n := mentions(); n != 1 {
 		t.Errorf("the corrupt record was logged %d times by the worker; want once", n)
+	}
+}
+
+// TestAsyncBadSettingsStopStartup: a profile topic the async store cannot
+// accept, and a route TTL that rounds to zero, stop the start-up with one
+// line naming the setting, instead of losing every notification or
+// silently inheriting the default TTL.
+func TestAsyncBadSettingsStopStartup(t *testing.T) {
+	tests := []struct {
+		name string
+		env  []string
+		want string
+	}{
+		{"topic the file store refuses", []string{"AsyncModeEnabled=true",
+			`UserProfiles=[{"userId":"u1","async-config":{"enabled":true,"topic":"bad/topic"}}]`},
+			`setting UserProfiles="profile \"u1\" async-config.topic \"bad/topic\"": want a topic name the async store accepts`},
+		{"route ttlSecs rounding to zero", []string{`Routes=[{"prefix":"/a","ttlSecs":1e-10}]`},
+			`setting Routes=`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := exec.Command(binary)
+			cmd.Env = append(baseEnv(), "Hosts=http://127.0.0.1:1", "AsyncStore=file:"+t.TempDir(), "ListenAddr=127.0.0.1:0")
+			cmd.Env = append(cmd.Env, tt.env...)
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() == 0 {
+				t.Fatalf("exit = %v; want a non-zero exit (output %q)", err, out)
+			}
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			if len(lines) != 1 || !strings.Contains(lines[0], tt.want) {
+				t.Errorf("output = %q; want one line containing %q", out, tt.want)
+			}
+			if tt.name == "route ttlSecs rounding to zero" && !strings.Contains(lines[0], "rounds to zero") {
+				t.Errorf("output = %q; want it to say the ttlSecs rounds to zero", lines[0])
+			}
+		})
 	}
 }
