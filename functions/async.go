@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"fngateway/adapters/httpapi"
@@ -20,6 +21,7 @@ func wireAsync(ctx context.Context, s *core.Settings, h *httpapi.Handler, gw *ga
 		store    core.Store
 		queue    core.Queue
 		notifier core.Notifier
+		sweeper  *filestore.Store // the embedded store sweeps what expired
 	)
 	switch {
 	case strings.HasPrefix(s.AsyncStore, "file:"):
@@ -29,6 +31,7 @@ func wireAsync(ctx context.Context, s *core.Settings, h *httpapi.Handler, gw *ga
 		}
 		store, queue, notifier = fs, fs, fs
 		h.Blobs = fs
+		sweeper = fs
 	case s.AsyncStore == "azure":
 		az, err := openAzure(ctx, s)
 		if err != nil {
@@ -37,6 +40,9 @@ func wireAsync(ctx context.Context, s *core.Settings, h *httpapi.Handler, gw *ga
 		store, queue, notifier = az.store, az.queue, az.notifier
 	default:
 		return &core.SettingError{Name: "AsyncStore", Value: s.AsyncStore, Want: "want file:<dir> or azure (s3:// comes with the Lambda host)"}
+	}
+	if err := s.UserProfiles.ValidateTopics(notifier); err != nil {
+		return err
 	}
 	a := &core.Async{
 		Store:          store,
@@ -69,7 +75,18 @@ func wireAsync(ctx context.Context, s *core.Settings, h *httpapi.Handler, gw *ga
 		Visibility: visibility,
 		Limit:      limit,
 	}
-	gw.runWorkers = w.Run
+	gw.runWorkers = func(ctx context.Context) {
+		var wg sync.WaitGroup
+		if sweeper != nil {
+			wg.Go(func() {
+				sweeper.RunSweeper(ctx, 0, 0, func(err error) {
+					logger.WarnContext(ctx, "sweeping expired async requests", slog.String("err", err.Error()))
+				})
+			})
+		}
+		w.Run(ctx)
+		wg.Wait()
+	}
 	gw.drain = a.Continuations.Shutdown
 	return nil
 }
