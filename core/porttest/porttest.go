@@ -277,8 +277,10 @@ func TestStore(t *testing.T, open func(t *testing.T) core.Store) {
 // relies on: at-least-once delivery of every message enqueued, a received
 // message hidden for its visibility timeout and then delivered again with
 // the same ID and a growing DequeueCount, Complete deleting it for good,
-// and a delayed message hidden until its delay has passed. open is called
-// once per subtest and must return an empty queue of its own.
+// and a delayed message hidden until its delay has passed; for a queue that
+// is a core.VisibilityExtender, Extend too. open is called once per subtest
+// (and once to look for optional capabilities) and must return an empty
+// queue of its own.
 func TestQueue(t *testing.T, open func(t *testing.T) core.Queue) {
 	t.Run("EnqueueReceiveComplete", func(t *testing.T) {
 		t.Parallel()
@@ -368,6 +370,14 @@ func TestQueue(t *testing.T, open func(t *testing.T) core.Queue) {
 		none(t, q)
 	})
 
+	// Optional: queues that let a worker renew a message's visibility.
+	if _, ok := open(t).(core.VisibilityExtender); ok {
+		t.Run("Extend", func(t *testing.T) {
+			t.Parallel()
+			testExtend(t, open)
+		})
+	}
+
 	t.Run("Delay", func(t *testing.T) {
 		t.Parallel()
 		q, ctx := open(t), testContext(t)
@@ -388,6 +398,40 @@ func TestQueue(t *testing.T, open func(t *testing.T) core.Queue) {
 			t.Fatalf("received %q after %v; want the delayed message, after at least %v", m.Body, waited, delay)
 		}
 	})
+}
+
+// testExtend checks a queue's optional core.VisibilityExtender: Extend
+// keeps a received message hidden past its first visibility, Extend with
+// zero shows it again at once, and a worker whose message was received
+// again since can no longer extend it.
+func testExtend(t *testing.T, open func(t *testing.T) core.Queue) {
+	q, ctx := open(t), testContext(t)
+	ve := q.(core.VisibilityExtender)
+	if err := q.Enqueue(ctx, []byte(`{"extend":true}`), 0); err != nil {
+		t.Fatalf("Enqueue: %v", err)
+	}
+	first := receive(t, q, 1, 2*time.Second, 10*time.Second)[0]
+	m, err := ve.Extend(ctx, first, 5*time.Second)
+	if err != nil {
+		t.Fatalf("Extend: %v", err)
+	}
+	time.Sleep(3 * time.Second) // asserting an absence: past the first visibility, within the extended one
+	if msgs, err := q.Receive(ctx, 5, time.Minute); err != nil || len(msgs) != 0 {
+		t.Fatalf("Receive after Extend = %d messages, %v; want none (still hidden)", len(msgs), err)
+	}
+	if _, err := ve.Extend(ctx, m, 0); err != nil {
+		t.Fatalf("Extend to zero: %v", err)
+	}
+	again := receive(t, q, 1, time.Minute, 5*time.Second)[0]
+	if again.ID != first.ID || again.DequeueCount != first.DequeueCount+1 {
+		t.Fatalf("after Extend to zero received %+v; want %s again, DequeueCount %d", again, first.ID, first.DequeueCount+1)
+	}
+	if _, err := ve.Extend(ctx, m, time.Minute); !errors.Is(err, core.ErrNotFound) && !errors.Is(err, core.ErrConflict) {
+		t.Fatalf("Extend by a worker that lost the message: error = %v; want ErrNotFound or ErrConflict", err)
+	}
+	if err := q.Complete(ctx, again); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
 }
 
 // receive polls q until it returns n messages, or fails after timeout.
