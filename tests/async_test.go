@@ -602,10 +602,16 @@ func TestAsyncBadSettingsStopStartup(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cmd := exec.Command(binary)
+			// A gateway that accepts the setting would run for ever.
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, binary)
 			cmd.Env = append(baseEnv(), "Hosts=http://127.0.0.1:1", "AsyncStore=file:"+t.TempDir(), "ListenAddr=127.0.0.1:0")
 			cmd.Env = append(cmd.Env, tt.env...)
 			out, err := cmd.CombinedOutput()
+			if ctx.Err() != nil {
+				t.Fatalf("the gateway started with the bad setting and ran for 20 s (output %q)", out)
+			}
 			var ee *exec.ExitError
 			if !errors.As(err, &ee) || ee.ExitCode() == 0 {
 				t.Fatalf("exit = %v; want a non-zero exit (output %q)", err, out)
