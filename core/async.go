@@ -208,6 +208,7 @@ type Async struct {
 	nmu      sync.Mutex
 	npending []pendingNote
 	nrunning bool
+	nidle    chan struct{} // closed when the running sender stops
 }
 
 // Accepted is what the 202 Accepted answer carries.
@@ -755,7 +756,9 @@ func (a *Async) notify(ctx context.Context, topic, id, status string) {
 	}
 	a.npending = append(a.npending, n)
 	start := !a.nrunning
-	a.nrunning = true
+	if start {
+		a.nrunning, a.nidle = true, make(chan struct{})
+	}
 	a.nmu.Unlock()
 	if start {
 		go a.sendPending()
@@ -769,6 +772,8 @@ func (a *Async) sendPending() {
 		a.nmu.Lock()
 		if len(a.npending) == 0 {
 			a.nrunning = false
+			close(a.nidle)
+			a.nidle = nil
 			a.nmu.Unlock()
 			return
 		}
@@ -779,6 +784,26 @@ func (a *Async) sendPending() {
 		ctx, cancel := context.WithTimeout(n.ctx, notifyTimeout)
 		a.sendNote(ctx, n)
 		cancel()
+	}
+}
+
+// FlushNotifications waits until the notifications queued for the
+// background sender have been sent (or have failed), or ctx ends, whose
+// error it then returns. A host calls it at shutdown, after the
+// continuations drained, so that notifications are not lost with the
+// process.
+func (a *Async) FlushNotifications(ctx context.Context) error {
+	a.nmu.Lock()
+	idle := a.nidle
+	a.nmu.Unlock()
+	if idle == nil {
+		return nil
+	}
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

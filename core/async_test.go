@@ -1373,9 +1373,23 @@ func TestAsyncNotificationsOffPath(t *testing.T) {
 				if err := e.a.Finish(context.Background(), c, &Result{Response: resp}, nil); err != nil {
 					t.Fatal(err)
 				}
-				synctest.Wait()
-				time.Sleep(time.Minute)
-				synctest.Wait()
+				// Three notifications of 3 s each, one after the other.
+				start = time.Now()
+				if err := e.a.FlushNotifications(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				want = 3 * n.delay
+				if !after {
+					want = 0 // sent already, by the calls that caused them
+				}
+				if took := time.Since(start); took != want {
+					t.Errorf("FlushNotifications took %v; want %v", took, want)
+				}
+				short, cancel := context.WithTimeout(context.Background(), time.Second)
+				defer cancel()
+				if err := e.a.FlushNotifications(short); err != nil {
+					t.Errorf("FlushNotifications with nothing pending = %v; want nil", err)
+				}
 				n.mu.Lock()
 				defer n.mu.Unlock()
 				if got := strings.Join(n.got, ","); got != "Queued,Processing,AsyncProcessed" {
