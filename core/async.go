@@ -611,7 +611,7 @@ func keyReused() *Error {
 // lookupIdempotent returns the Accepted recorded under the index key for a
 // request with fingerprint fp, or nil and the version of an entry that may
 // be taken over ("" when there is none): one that is unreadable or names a
-// record that is missing or abandoned. An entry of another fingerprint is
+// record that is missing, abandoned or past its read grace. An entry of another fingerprint is
 // an *Error with ReasonIdempotencyKeyReused; a store failure one with
 // ReasonAsyncUnavailable.
 func (a *Async) lookupIdempotent(ctx context.Context, key, fp string) (*Accepted, string, error) {
@@ -632,7 +632,9 @@ func (a *Async) lookupIdempotent(ctx context.Context, key, fp string) (*Accepted
 		return nil, version, nil
 	case err != nil:
 		return nil, "", asyncUnavailable("read the idempotency index", err)
-	case rec.State == StateAbandoned:
+	case rec.State == StateAbandoned, !time.Now().Before(readEnd(rec.Arrival, rec.Expiry)):
+		// Abandoned, or past its read grace (a store without a sweep
+		// keeps it): the key is free again.
 		return nil, version, nil
 	}
 	// Compared in constant time: the fingerprint is a digest of the body.

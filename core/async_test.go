@@ -1432,3 +1432,32 @@ func TestAsyncReadGraceShortTTL(t *testing.T) {
 		}
 	})
 }
+
+// TestAsyncKeyFreeAfterGrace: once the first request's read grace is over,
+// its Idempotency-Key starts a new request, even in a store that has not
+// swept the old one.
+func TestAsyncKeyFreeAfterGrace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newAsyncEnv(t, asyncOK)
+		first := e.submit(t, asyncRequest())
+		e.drain(t)
+		time.Sleep(asyncTestTTL + AsyncReadGrace - time.Nanosecond)
+		if acc, err := e.a.Replay(context.Background(), asyncRequest(), e.profile); err != nil || acc == nil || *acc != *first {
+			t.Fatalf("Replay within the grace = %+v, %v; want the first request", acc, err)
+		}
+		time.Sleep(time.Nanosecond)
+		req := asyncRequest()
+		req.Body = []byte("another body")
+		if acc, err := e.a.Replay(context.Background(), req, e.profile); err != nil || acc != nil {
+			t.Fatalf("Replay after the grace = %+v, %v; want nil, nil (a new request)", acc, err)
+		}
+		req.Budget.Arrival = time.Now()
+		second := e.submit(t, req)
+		if second.ID == first.ID {
+			t.Errorf("the key after the grace returned the expired request")
+		}
+		if acc, err := e.a.Replay(context.Background(), req, e.profile); err != nil || acc == nil || *acc != *second {
+			t.Errorf("Replay of the new request = %+v, %v; want %+v", acc, err, second)
+		}
+	})
+}
