@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -87,6 +88,16 @@ func wireAsync(ctx context.Context, s *core.Settings, h *httpapi.Handler, gw *ga
 		w.Run(ctx)
 		wg.Wait()
 	}
-	gw.drain = a.Continuations.Shutdown
+	gw.drain = func(ctx context.Context) error {
+		err := a.Continuations.Shutdown(ctx)
+		// Notifications queued for the background sender go out before
+		// the process exits, with a few seconds of their own.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if ferr := a.FlushNotifications(fctx); ferr != nil {
+			err = errors.Join(err, fmt.Errorf("flush notifications: %w", ferr))
+		}
+		return err
+	}
 	return nil
 }
