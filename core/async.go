@@ -5,12 +5,14 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -21,6 +23,8 @@ const (
 	asyncRecordsPrefix     = "gateway/records/"
 	asyncRequestsPrefix    = "gateway/requests/"
 	asyncIdempotencyPrefix = "gateway/idempotency/"
+	// asyncCorruptPrefix marks records found undecodable, once reported.
+	asyncCorruptPrefix = "gateway/corrupt/"
 
 	// DefaultResultContainer holds async results for profiles without an
 	// async-config.containername.
@@ -32,15 +36,21 @@ const (
 const (
 	// DefaultAsyncTTL is used when Async.TTL is zero (AsyncTTLSecs' default).
 	DefaultAsyncTTL = 24 * time.Hour
-	// defaultLeaseWindow replaces a zero Async.Timeout in the lease length.
-	defaultLeaseWindow = 5 * time.Minute
+	// DefaultLease is the length of a claim's lease when Async.Lease is
+	// zero. Its holder renews it every third of it (5 s) while it works,
+	// so a continuation whose instance died resumes elsewhere within 15 s.
+	DefaultLease = 15 * time.Second
+	// DefaultTriggerTimeout is used when Async.TriggerTimeout is zero
+	// (AsyncTriggerTimeout's default).
+	DefaultTriggerTimeout = 10 * time.Second
 	// maxQueueDelay is the longest delay a queue takes (SQS: 15 minutes).
 	maxQueueDelay = 15 * time.Minute
 	// asyncPoll is the Retry-After of a pending request.
 	asyncPoll = 2 * time.Second
 	// resultURLGrace is the least lifetime of a URL signed by Status, so
-	// that a result read at or after expiry can still be fetched.
-	resultURLGrace = 5 * time.Minute
+	// that a result read at or near expiry can still be fetched; never past
+	// the end of the request's read grace (see AsyncReadGrace).
+	resultURLGrace = AsyncReadGrace
 	// cleanupTimeout bounds writes made after the caller's context ended.
 	cleanupTimeout = 30 * time.Second
 	// maxUpdateTries bounds the retries of a conditional record write.
@@ -48,6 +58,21 @@ const (
 	// maxHeaderBlobBytes bounds a header blob read back.
 	maxHeaderBlobBytes = 1 << 20
 )
+
+// AsyncReadGrace is how long, at most, an async request can still be read
+// after its expiry (AsyncTTLSecs from arrival): the read grace is 5
+// minutes, or the request's own TTL when that is shorter (a request that
+// lives 2 s is readable until 4 s after its arrival). Until its end the
+// status URI answers and signs result URLs (valid at most until then);
+// after it Status returns ReasonExpired (410) and the stores may delete the
+// request's record, blobs and idempotency entry.
+const AsyncReadGrace = 5 * time.Minute
+
+// readEnd is when a request that arrived at arrival and expires at expiry
+// stops being readable: its expiry plus its read grace.
+func readEnd(arrival, expiry time.Time) time.Time {
+	return expiry.Add(max(min(AsyncReadGrace, expiry.Sub(arrival)), 0))
+}
 
 // ErrLeaseLost is returned by Finish when the claim's lease lapsed and a
 // queue worker took the request over: the result is that worker's to write.
@@ -153,8 +178,37 @@ type Async struct {
 	// Margin is kept free before the invocation's own deadline
 	// (ctx.Deadline()) to checkpoint and hand on. Zero means none.
 	Margin time.Duration
+	// TriggerTimeout is AsyncTriggerTimeout: how long Run waits for the
+	// backend's answer before it hands the request off. Zero means
+	// DefaultTriggerTimeout.
+	TriggerTimeout time.Duration
+	// Lease is how long a claim holds without renewal; its holder renews
+	// it every third of it while it works (the heartbeat), so a holder
+	// that dies is replaced within one lease. Zero means DefaultLease.
+	Lease time.Duration
+	// Continuations bounds the continuations this instance works on at
+	// once, in-process finishes after a 202 and queue deliveries alike
+	// (MaxContinuations), and drains them on shutdown. If nil, Run never
+	// finishes a request in-process: every hand-off runs from the queue.
+	Continuations *Continuations
 	// Stats, if set, counts hand-offs.
 	Stats *Stats
+	// Host states what the host can do. With WorkAfterAnswer set,
+	// notifications are sent in the background, in order, off the
+	// answer's path; otherwise (the zero value) before the call that
+	// causes them returns.
+	Host HostCaps
+	// OnError, if set, receives the errors core cannot return to a
+	// caller: notifications that failed, and corrupt records whose
+	// messages Process settled. The edge logs them. It may be called from
+	// several goroutines at once. If nil, they are dropped.
+	OnError func(ctx context.Context, id string, err error)
+
+	// notes is the background sender's queue (Host.WorkAfterAnswer).
+	nmu      sync.Mutex
+	npending []pendingNote
+	nrunning bool
+	nidle    chan struct{} // closed when the running sender stops
 }
 
 // Accepted is what the 202 Accepted answer carries.
@@ -240,14 +294,12 @@ func (a *Async) ttl() time.Duration {
 	return DefaultAsyncTTL
 }
 
-// leaseLen is how long a claim lasts before it must be renewed: one
-// attempt's window plus the margin.
+// leaseLen is how long a claim lasts before it must be renewed.
 func (a *Async) leaseLen() time.Duration {
-	d := a.Timeout
-	if d <= 0 {
-		d = defaultLeaseWindow
+	if a.Lease > 0 {
+		return a.Lease
 	}
-	return d + max(a.Margin, 0)
+	return DefaultLease
 }
 
 // retryAfter is the poll interval: 2 s, or 1 s when attempts are shorter.
@@ -292,7 +344,8 @@ func asyncUnavailable(what string, err error) *Error {
 // profile may be nil (no profile: the default result container, no
 // notifications). A client-given Idempotency-Key seen before within the same
 // profile returns the earlier submission's Accepted and a nil Claim, and
-// enqueues nothing.
+// enqueues nothing, if the request is the same (see Replay); for a
+// different request it is an *Error with ReasonIdempotencyKeyReused.
 //
 // With inflight set, the caller (a host whose process runs on after
 // answering) keeps its in-flight attempt running: the record is created
@@ -306,7 +359,7 @@ func asyncUnavailable(what string, err error) *Error {
 func (a *Async) Submit(ctx context.Context, req *Request, profile *Profile, inflight bool) (*Accepted, *Claim, error) {
 	acc, c, err := a.submit(ctx, req, profile, inflight)
 	if err != nil {
-		a.Stats.countEnd(ReasonAsyncUnavailable)
+		a.Stats.countEnd(ReasonOf(err))
 		return nil, nil, err
 	}
 	if a.Stats != nil {
@@ -335,12 +388,13 @@ func (a *Async) submit(ctx context.Context, req *Request, profile *Profile, infl
 	}
 
 	// A client's key seen before returns that submission.
-	var idemKey, idemVersion string
+	var idemKey, idemVersion, fp string
 	if req.ClientKey && req.IdempotencyKey != "" {
 		idemKey = asyncIdempotencyKey(profileID, req.IdempotencyKey)
-		prev, version, err := a.lookupIdempotent(ctx, idemKey)
+		fp = requestFingerprint(req)
+		prev, version, err := a.lookupIdempotent(ctx, idemKey, fp)
 		if err != nil {
-			return nil, nil, asyncUnavailable("read the idempotency index", err)
+			return nil, nil, err
 		}
 		if prev != nil {
 			return prev, nil, nil
@@ -389,8 +443,13 @@ func (a *Async) submit(ctx context.Context, req *Request, profile *Profile, infl
 	// 4. The idempotency index, last: an entry names a record whose
 	// message went out.
 	if idemKey != "" {
-		other, err := a.index(ctx, idemKey, idemVersion, acc)
+		other, err := a.index(ctx, idemKey, idemVersion, fp, readEnd(arrival, expiry), acc)
+		var ge *Error
 		switch {
+		case errors.As(err, &ge) && ge.Reason == ReasonIdempotencyKeyReused:
+			// A different request won the key meanwhile.
+			a.abandon(ctx, id, owner)
+			return nil, nil, err
 		case other != nil:
 			// A concurrent submission with the same key won the index.
 			// Ours is abandoned; should a worker have claimed it already,
@@ -498,17 +557,70 @@ func (a *Async) abandon(ctx context.Context, id, owner string) (movedOn bool) {
 	return errors.Is(err, errMovedOn)
 }
 
-// lookupIdempotent returns the Accepted recorded under the index key, or
-// nil and the version of an entry that may be taken over ("" when there is
-// none): one that is unreadable or names a record that is missing or
-// abandoned.
-func (a *Async) lookupIdempotent(ctx context.Context, key string) (*Accepted, string, error) {
+// Replay answers a resubmission without reaching a backend. It returns
+// nil, nil when req carries no client-given Idempotency-Key, or one not seen
+// before within the profile (profile may be nil): the request is new. For
+// a key seen before with the same request — method, path, query and body,
+// compared by SHA-256 fingerprint — it returns the first submission's
+// Accepted (same id and URIs), whatever that request's state. For a key
+// seen before with a different request it returns an *Error with
+// ReasonIdempotencyKeyReused and nothing of the first request. A store
+// that cannot be read is an *Error with ReasonAsyncUnavailable.
+//
+// Call it before forwarding an async-eligible request, so that a
+// resubmission never reaches the backend again. A request whose body is
+// an unread BodyStream cannot be fingerprinted: with a key seen before it
+// is always ReasonIdempotencyKeyReused.
+func (a *Async) Replay(ctx context.Context, req *Request, profile *Profile) (*Accepted, error) {
+	if !req.ClientKey || req.IdempotencyKey == "" {
+		return nil, nil
+	}
+	var profileID string
+	if profile != nil {
+		profileID = profile.UserID
+	}
+	prev, _, err := a.lookupIdempotent(ctx, asyncIdempotencyKey(profileID, req.IdempotencyKey), requestFingerprint(req))
+	if err != nil {
+		return nil, err
+	}
+	return prev, nil
+}
+
+// requestFingerprint identifies what a request asks for: the SHA-256 of
+// its method, path, query and the SHA-256 of its body, each
+// length-prefixed. It is "" for a body not read yet (a BodyStream), which
+// matches no fingerprint, its own included.
+func requestFingerprint(req *Request) string {
+	if req.BodyStream != nil {
+		return ""
+	}
+	body := sha256.Sum256(req.Body)
+	h := sha256.New()
+	for _, part := range []string{req.Method, req.Path, req.RawQuery, hex.EncodeToString(body[:])} {
+		fmt.Fprintf(h, "%d:%s\n", len(part), part)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// keyReused is the error of a key used before for another request.
+func keyReused() *Error {
+	return &Error{Reason: ReasonIdempotencyKeyReused,
+		Message: "this Idempotency-Key was used for a different request (method, path, query or body); use a new key"}
+}
+
+// lookupIdempotent returns the Accepted recorded under the index key for a
+// request with fingerprint fp, or nil and the version of an entry that may
+// be taken over ("" when there is none): one that is unreadable or names a
+// record that is missing, abandoned or past its read grace. An entry of another fingerprint is
+// an *Error with ReasonIdempotencyKeyReused; a store failure one with
+// ReasonAsyncUnavailable.
+func (a *Async) lookupIdempotent(ctx context.Context, key, fp string) (*Accepted, string, error) {
 	data, version, err := a.Store.Get(ctx, key)
 	if errors.Is(err, ErrNotFound) {
 		return nil, "", nil
 	}
 	if err != nil {
-		return nil, "", err
+		return nil, "", asyncUnavailable("read the idempotency index", err)
 	}
 	var e idempotencyEntry
 	if decodeStrict(data, &e) != nil || e.V != 1 || !validAsyncID(e.ID) {
@@ -519,18 +631,28 @@ func (a *Async) lookupIdempotent(ctx context.Context, key string) (*Accepted, st
 	case errors.Is(err, ErrNotFound), errors.Is(err, ErrBadRecord):
 		return nil, version, nil
 	case err != nil:
-		return nil, "", err
-	case rec.State == StateAbandoned:
+		return nil, "", asyncUnavailable("read the idempotency index", err)
+	case rec.State == StateAbandoned, !time.Now().Before(readEnd(rec.Arrival, rec.Expiry)):
+		// Abandoned, or past its read grace (a store without a sweep
+		// keeps it): the key is free again.
 		return nil, version, nil
+	}
+	// Compared in constant time: the fingerprint is a digest of the body.
+	if fp == "" || subtle.ConstantTimeCompare([]byte(e.Fingerprint), []byte(fp)) != 1 {
+		return nil, "", keyReused()
 	}
 	return &Accepted{ID: e.ID, StatusURI: e.StatusURI, DataURI: e.DataURI, HeaderURI: e.HeaderURI, RetryAfter: a.retryAfter()}, "", nil
 }
 
 // index writes acc under the idempotency key (create, or take over the
-// entry at version). It returns the Accepted of a concurrent submission
-// that won the key instead, if any.
-func (a *Async) index(ctx context.Context, key, version string, acc *Accepted) (*Accepted, error) {
-	b, _ := json.Marshal(idempotencyEntry{V: 1, ID: acc.ID, StatusURI: acc.StatusURI, DataURI: acc.DataURI, HeaderURI: acc.HeaderURI})
+// entry at version), with the request's fingerprint and the end of its
+// read grace. It returns
+// the Accepted of a concurrent submission of the same request that won the
+// key instead, if any, or the error of lookupIdempotent for one that is
+// not the same request.
+func (a *Async) index(ctx context.Context, key, version, fp string, readableUntil time.Time, acc *Accepted) (*Accepted, error) {
+	b, _ := json.Marshal(idempotencyEntry{V: 1, ID: acc.ID, StatusURI: acc.StatusURI, DataURI: acc.DataURI, HeaderURI: acc.HeaderURI,
+		Fingerprint: fp, ReadableUntil: readableUntil.UTC()})
 	_, err := a.Store.Put(ctx, key, b, version)
 	if err == nil {
 		return nil, nil
@@ -538,7 +660,7 @@ func (a *Async) index(ctx context.Context, key, version string, acc *Accepted) (
 	if !errors.Is(err, ErrConflict) {
 		return nil, err
 	}
-	other, _, lerr := a.lookupIdempotent(ctx, key)
+	other, _, lerr := a.lookupIdempotent(ctx, key, fp)
 	if lerr != nil {
 		return nil, lerr
 	}
@@ -599,21 +721,115 @@ func (a *Async) updateRecord(ctx context.Context, id string, fn func(*Record) er
 	}
 }
 
+// maxPendingNotes bounds the background sender's queue; beyond it a
+// notification is sent by its caller.
+const maxPendingNotes = 1024
+
+// notifyTimeout bounds one notification sent in the background.
+const notifyTimeout = 10 * time.Second
+
+// pendingNote is a notification waiting for the background sender.
+type pendingNote struct {
+	ctx       context.Context // the cause's, without its cancellation
+	topic, id string
+	body      []byte
+}
+
 // notify sends a lifecycle notification when the request has a topic. A
-// notification that fails is dropped: it must not fail the request, and
-// core does not log (the Notifier's implementation may).
+// notification that fails does not fail the request: its error goes to
+// OnError. Where the host may work after answering (Host.WorkAfterAnswer)
+// it is queued for one background sender, which sends in order; otherwise
+// it is sent before notify returns.
 func (a *Async) notify(ctx context.Context, topic, id, status string) {
 	if a.Notifier == nil || topic == "" {
 		return
 	}
 	b, _ := json.Marshal(notification{RequestGUID: id, Status: status, Timestamp: time.Now().UTC().Format(time.RFC3339), TopicName: topic})
-	_ = a.Notifier.Notify(ctx, topic, b)
+	n := pendingNote{ctx: context.WithoutCancel(ctx), topic: topic, id: id, body: b}
+	if !a.Host.WorkAfterAnswer {
+		a.sendNote(ctx, n)
+		return
+	}
+	a.nmu.Lock()
+	if len(a.npending) >= maxPendingNotes {
+		a.nmu.Unlock()
+		a.sendNote(ctx, n)
+		return
+	}
+	a.npending = append(a.npending, n)
+	start := !a.nrunning
+	if start {
+		a.nrunning, a.nidle = true, make(chan struct{})
+	}
+	a.nmu.Unlock()
+	if start {
+		go a.sendPending()
+	}
+}
+
+// sendPending sends the queued notifications, oldest first, until none
+// are left.
+func (a *Async) sendPending() {
+	for {
+		a.nmu.Lock()
+		if len(a.npending) == 0 {
+			a.nrunning = false
+			close(a.nidle)
+			a.nidle = nil
+			a.nmu.Unlock()
+			return
+		}
+		n := a.npending[0]
+		a.npending[0] = pendingNote{}
+		a.npending = a.npending[1:]
+		a.nmu.Unlock()
+		ctx, cancel := context.WithTimeout(n.ctx, notifyTimeout)
+		a.sendNote(ctx, n)
+		cancel()
+	}
+}
+
+// FlushNotifications waits until the notifications queued for the
+// background sender have been sent (or have failed), or ctx ends, whose
+// error it then returns. A host calls it at shutdown, after the
+// continuations drained, so that notifications are not lost with the
+// process.
+func (a *Async) FlushNotifications(ctx context.Context) error {
+	a.nmu.Lock()
+	idle := a.nidle
+	a.nmu.Unlock()
+	if idle == nil {
+		return nil
+	}
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (a *Async) sendNote(ctx context.Context, n pendingNote) {
+	if err := a.Notifier.Notify(ctx, n.topic, n.body); err != nil {
+		a.report(ctx, n.id, fmt.Errorf("async %s: notification to topic %q lost: %w", n.id, n.topic, err))
+	}
+}
+
+// report hands err to OnError, if set.
+func (a *Async) report(ctx context.Context, id string, err error) {
+	if a.OnError != nil {
+		a.OnError(ctx, id, err)
+	}
 }
 
 // Status reports on async request id. An id that is malformed, unknown, or
-// of a submission that failed is an error wrapping ErrNotFound. Once done,
-// the view carries freshly signed URLs of the result blobs, valid until the
-// request expires and for at least a few minutes.
+// of a submission that failed is an error wrapping ErrNotFound. A request
+// past its expiry plus its read grace (see AsyncReadGrace) is an *Error with ReasonExpired,
+// whatever its state, and nothing is signed; one whose record cannot be
+// decoded is an *Error with ReasonCorruptRecord wrapping ErrBadRecord (it
+// never completes). Once done, the view carries freshly signed URLs of the
+// result blobs, valid until the request expires and for at least a few
+// minutes, never past the end of the read grace.
 func (a *Async) Status(ctx context.Context, id string) (*StatusView, error) {
 	if !validAsyncID(id) {
 		return nil, fmt.Errorf("async status: malformed id: %w", ErrNotFound)
@@ -622,8 +838,17 @@ func (a *Async) Status(ctx context.Context, id string) (*StatusView, error) {
 	if errors.Is(err, ErrNotFound) || err == nil && rec.State == StateAbandoned {
 		return nil, fmt.Errorf("async status %s: %w", id, ErrNotFound)
 	}
+	if errors.Is(err, ErrBadRecord) {
+		return nil, &Error{Reason: ReasonCorruptRecord, Message: "the record of async request " + id + " cannot be read; it will not complete", Err: err}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("async status %s: %w", id, err)
+	}
+	now := time.Now()
+	end := readEnd(rec.Arrival, rec.Expiry)
+	if !now.Before(end) {
+		return nil, &Error{Reason: ReasonExpired, Message: fmt.Sprintf("async request %s expired at %s (readable until %s)",
+			id, rec.Expiry.Format(time.RFC3339), end.Format(time.RFC3339))}
 	}
 	v := &StatusView{ID: id, State: rec.State, Arrival: rec.Arrival, Expiry: rec.Expiry,
 		Attempts: rec.Attempts, Checkpoints: rec.Checkpoints}
@@ -633,9 +858,10 @@ func (a *Async) Status(ctx context.Context, id string) (*StatusView, error) {
 	}
 	v.ResultStatus, v.CompletedAt = rec.Result.Status, rec.Result.CompletedAt
 	until := rec.Expiry
-	if least := time.Now().Add(resultURLGrace); until.Before(least) {
+	if least := now.Add(resultURLGrace); until.Before(least) {
 		until = least
 	}
+	until = minTime(until, end)
 	if v.DataURI, err = a.Store.SignURL(ctx, asyncDataKey(rec.Container, id), until); err != nil {
 		return nil, fmt.Errorf("async status %s: sign data URL: %w", id, err)
 	}
@@ -666,4 +892,11 @@ func (s State) notification() string {
 		return notifyExpired
 	}
 	return notifyFailed
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }

@@ -203,6 +203,7 @@ type fakeMsg struct {
 	delay     time.Duration
 	visibleAt time.Time
 	id        string
+	count     int // deliveries so far
 }
 
 var _ Queue = (*fakeQueue)(nil)
@@ -234,7 +235,8 @@ func (q *fakeQueue) Receive(ctx context.Context, max int, visibility time.Durati
 			break
 		}
 		if m := &q.msgs[i]; !m.visibleAt.After(now) {
-			out = append(out, Message{ID: m.id, Receipt: m.id, Body: m.body, DequeueCount: 1})
+			m.count++
+			out = append(out, Message{ID: m.id, Receipt: m.id, Body: bytes.Clone(m.body), DequeueCount: m.count})
 			m.visibleAt = now.Add(visibility)
 		}
 	}

@@ -2,8 +2,11 @@ package core
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -118,4 +121,50 @@ func BenchmarkRecordRoundTrip(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// FuzzAsyncGarbage: whatever a record or an index entry holds (they come
+// back from storage the gateway does not fully control), the sweep is told
+// to delete only keys the object names for its own request, its own key
+// last, and nothing before the end of the read grace.
+func FuzzAsyncGarbage(f *testing.F) {
+	arrival := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	rec := &Record{V: 1, ID: strings.Repeat("ab", 16), State: StateSucceeded, Container: "u1-results",
+		Arrival: arrival, Expiry: arrival.Add(time.Hour), Request: RequestSnapshot{Method: "POST", Path: "/x"}}
+	enc, _ := rec.Encode()
+	entry, _ := json.Marshal(idempotencyEntry{V: 1, ID: rec.ID, ReadableUntil: arrival.Add(time.Hour + AsyncReadGrace)})
+	f.Add(asyncRecordKey(rec.ID), enc, int64(2*time.Hour))
+	f.Add(asyncIdempotencyPrefix+"00ff", entry, int64(2*time.Hour))
+	f.Add(asyncRecordKey(rec.ID), []byte(`{"v":1}`), int64(0))
+	f.Add("u1-results/"+rec.ID+"/data", enc, int64(2*time.Hour))
+	f.Fuzz(func(t *testing.T, key string, data []byte, after int64) {
+		now := arrival.Add(time.Duration(after))
+		keys := AsyncGarbage(key, data, now)
+		if len(keys) == 0 {
+			return
+		}
+		if keys[len(keys)-1] != key {
+			t.Fatalf("AsyncGarbage(%q) = %q; want the object's own key last", key, keys)
+		}
+		switch {
+		case strings.HasPrefix(key, asyncRecordsPrefix):
+			r, err := DecodeRecord(data)
+			if err != nil {
+				t.Fatalf("deletes for an undecodable record: %q", keys)
+			}
+			if now.Before(readEnd(r.Arrival, r.Expiry)) {
+				t.Fatalf("deletes before the read grace ends: %q", keys)
+			}
+			want := []string{asyncBodyKey(r.ID), asyncDataKey(r.Container, r.ID), asyncHeaderKey(r.Container, r.ID), asyncRecordKey(r.ID)}
+			if !slices.Equal(keys, want) {
+				t.Fatalf("AsyncGarbage = %q; want only the request's own %q", keys, want)
+			}
+		case strings.HasPrefix(key, asyncIdempotencyPrefix):
+			if len(keys) != 1 {
+				t.Fatalf("an index entry deletes %q; want only itself", keys)
+			}
+		default:
+			t.Fatalf("AsyncGarbage(%q) = %q for a key outside the swept prefixes", key, keys)
+		}
+	})
 }

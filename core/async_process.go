@@ -26,8 +26,9 @@ var errBodyLost = errors.New("stored request body is missing or truncated")
 // the claim released) and continued by a new message.
 //
 // It returns nil when the message is done with: the result was written, the
-// request was handed on, the message names an unknown or finished request,
-// or another worker holds a live lease (a message delayed to the lease's
+// request was handed on, the message names an unknown or finished request
+// or one whose record cannot be decoded (a terminal state, given to
+// OnError), or another worker holds a live lease (a message delayed to the lease's
 // end is left for it). A message that cannot be decoded is an error wrapping
 // ErrBadMessage; any other error is transient, and the queue should deliver
 // the message again.
@@ -82,6 +83,11 @@ func (a *Async) continueRequest(ctx context.Context, id string) error {
 	switch {
 	case errors.Is(err, ErrNotFound), errors.Is(err, errNoop):
 		return nil
+	case errors.Is(err, ErrBadRecord):
+		// Terminal: no delivery can ever decode it. The message is
+		// settled; the status URI answers CorruptRecord.
+		a.reportCorrupt(ctx, id, err)
+		return nil
 	case errors.Is(err, errLeased):
 		return a.requeue(ctx, id, rec.Claim.Until.Sub(now))
 	case err != nil:
@@ -129,6 +135,19 @@ func (a *Async) continueRequest(ctx context.Context, id string) error {
 	}
 	res, ferr := a.forwarder().Forward(work, req)
 	return a.settle(ctx, s, res, ferr)
+}
+
+// reportCorrupt reports the undecodable record of id to OnError once:
+// the first delivery that finds it leaves a mark (gateway/corrupt/<id>,
+// created once, naming the error), and later ones, such as a message
+// delayed for an in-flight claim, settle silently. Should the mark not be
+// writable, it reports anyway.
+func (a *Async) reportCorrupt(ctx context.Context, id string, cause error) {
+	mark, _ := json.Marshal(map[string]string{"id": id, "err": cause.Error(), "at": time.Now().UTC().Format(time.RFC3339)})
+	if _, err := a.Store.Put(ctx, asyncCorruptPrefix+id, mark, ""); errors.Is(err, ErrConflict) {
+		return
+	}
+	a.report(ctx, id, fmt.Errorf("continuation %s: the record cannot be decoded, its message is settled: %w", id, cause))
 }
 
 // rebuild makes the request to send again from its record: the route
@@ -187,16 +206,17 @@ func (a *Async) rebuild(ctx context.Context, rec *Record, limit time.Time) (*Req
 	return req, nil, nil
 }
 
-// keepLease renews the lease of owner on record id every half lease until
-// stop is called, never past limit (zero: no limit). If the lease turns out
-// to be lost, it calls lose(ErrLeaseLost) and stops. A renewal that fails
-// otherwise is tried again at the next tick.
+// keepLease is the claim's heartbeat: it renews the lease of owner on
+// record id every third of a lease until stop is called, never past limit
+// (zero: no limit). If the lease turns out to be lost, it calls
+// lose(ErrLeaseLost) and stops. A renewal that fails otherwise is tried
+// again at the next beat, so two can fail before the lease lapses.
 func (a *Async) keepLease(ctx context.Context, id, owner string, lease time.Duration, limit time.Time, lose context.CancelCauseFunc) (stop func()) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(max(lease/2, time.Millisecond))
+		t := time.NewTicker(max(lease/3, time.Millisecond))
 		defer t.Stop()
 		for {
 			select {

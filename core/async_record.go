@@ -284,6 +284,13 @@ type idempotencyEntry struct {
 	StatusURI string `json:"statusUri"`
 	DataURI   string `json:"dataUri"`
 	HeaderURI string `json:"headerUri"`
+	// Fingerprint is the SHA-256 of the submission's method, path, query
+	// and body digest (see requestFingerprint): only the same request gets
+	// this Accepted back. Entries written before it existed match nothing.
+	Fingerprint string `json:"fingerprint,omitempty"`
+	// ReadableUntil is the end of the request's read grace (its expiry
+	// plus the grace): the entry may be deleted once it has passed.
+	ReadableUntil time.Time `json:"readableUntil,omitzero"`
 }
 
 // resultHeader is the header blob: the result's status and headers
@@ -313,3 +320,38 @@ const (
 	notifyFailed     = "Failed"
 	notifyExpired    = "Expired"
 )
+
+// AsyncSweepPrefixes are the key prefixes a store's sweep walks: the
+// continuation records and the idempotency index. Result and request
+// body blobs are deleted with their record (see AsyncGarbage).
+func AsyncSweepPrefixes() []string {
+	return []string{asyncRecordsPrefix, asyncIdempotencyPrefix}
+}
+
+// AsyncGarbage tells a store's sweep what to delete for the object at key
+// (under one of AsyncSweepPrefixes) holding data, at time now: nothing
+// (nil) until the request it belongs to is past its expiry plus its read
+// grace (see AsyncReadGrace), then every key the request owns, the object's own key
+// last, so that a sweep interrupted half-way finds the rest next time. For
+// a record: its request body blob, its result blobs and itself; for an
+// idempotency entry: itself. Objects that cannot be decoded, and entries
+// written before they carried an expiry, are kept: a corrupt record stays
+// for inspection (its status URI answers CorruptRecord), and a stale entry
+// is taken over by the next submission with its key.
+func AsyncGarbage(key string, data []byte, now time.Time) []string {
+	switch {
+	case strings.HasPrefix(key, asyncRecordsPrefix):
+		r, err := DecodeRecord(data)
+		if err != nil || asyncRecordKey(r.ID) != key || now.Before(readEnd(r.Arrival, r.Expiry)) {
+			return nil
+		}
+		return []string{asyncBodyKey(r.ID), asyncDataKey(r.Container, r.ID), asyncHeaderKey(r.Container, r.ID), key}
+	case strings.HasPrefix(key, asyncIdempotencyPrefix):
+		var e idempotencyEntry
+		if decodeStrict(data, &e) != nil || e.ReadableUntil.IsZero() || now.Before(e.ReadableUntil) {
+			return nil
+		}
+		return []string{key}
+	}
+	return nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -55,7 +56,7 @@ func newAsyncEnv(tb testing.TB, fn backendFunc, hosts ...string) *asyncEnv {
 		Store: e.store, Queue: e.queue, Notifier: e.notes,
 		Forwarder: &Forwarder{Transport: e.backend},
 		Router:    NewRouter(&Settings{Hosts: hl}),
-		TTL:       asyncTestTTL, Timeout: asyncTestTimeout, Margin: asyncTestMargin,
+		TTL:       asyncTestTTL, Timeout: asyncTestTimeout, Margin: asyncTestMargin, Lease: asyncTestLease,
 		Stats: &Stats{},
 	}
 	return e
@@ -683,12 +684,18 @@ func TestAsyncIdempotency(t *testing.T) {
 		name     string
 		second   func(*Request) // changes the second request
 		profile2 *Profile       // nil: the first's
-		wantSame bool
+		want     string         // "same", "new" or "reused"
 	}{
-		{"same key, same profile", nil, nil, true},
-		{"same key, another body", func(r *Request) { r.Body = []byte("other") }, nil, true},
-		{"same key, another profile", nil, bob, false},
-		{"gateway-generated key", func(r *Request) { r.ClientKey = false }, nil, false},
+		{"same key, same request", nil, nil, "same"},
+		{"same key, same request, other headers", func(r *Request) { r.Header.Set("X-Other", "1") }, nil, "same"},
+		{"same key, another body", func(r *Request) { r.Body = []byte("other") }, nil, "reused"},
+		{"same key, no body", func(r *Request) { r.Body = nil }, nil, "reused"},
+		{"same key, another path", func(r *Request) { r.Path = "/jobs/2" }, nil, "reused"},
+		{"same key, another query", func(r *Request) { r.RawQuery = "n=2" }, nil, "reused"},
+		{"same key, another method", func(r *Request) { r.Method = "PUT" }, nil, "reused"},
+		{"same key, streamed body", func(r *Request) { r.BodyStream = io.NopCloser(strings.NewReader("hello")) }, nil, "reused"},
+		{"same key, another profile", nil, bob, "new"},
+		{"gateway-generated key", func(r *Request) { r.ClientKey = false }, nil, "new"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -708,16 +715,38 @@ func TestAsyncIdempotency(t *testing.T) {
 				if tt.profile2 != nil {
 					p = tt.profile2
 				}
+				// Replay, as the HTTP face calls it before forwarding.
+				rep, rerr := e.a.Replay(context.Background(), second, p)
 				acc2, _, err := e.a.Submit(context.Background(), second, p, false)
-				if err != nil {
-					t.Fatal(err)
+				switch tt.want {
+				case "reused":
+					for name, err := range map[string]error{"Replay": rerr, "Submit": err} {
+						var ge *Error
+						if !errors.As(err, &ge) || ge.Reason != ReasonIdempotencyKeyReused || ge.HTTPStatus() != 422 || ge.Reason.Code() != "IdempotencyKeyReused" {
+							t.Errorf("%s = %v; want a 422 IdempotencyKeyReused", name, err)
+						}
+						if ge != nil && strings.Contains(ge.Error(), acc1.ID) {
+							t.Errorf("%s error %q leaks the first request's id", name, ge.Error())
+						}
+					}
+					if rep != nil || acc2 != nil {
+						t.Errorf("Replay, Submit = %+v, %+v with a reused key; want nothing", rep, acc2)
+					}
+				case "same":
+					if rerr != nil || err != nil || rep == nil || *rep != *acc1 || *acc2 != *acc1 {
+						t.Errorf("Replay, Submit = %+v %v, %+v %v; want the first Accepted %+v", rep, rerr, acc2, err, acc1)
+					}
+				case "new":
+					if rerr != nil || rep != nil {
+						t.Errorf("Replay = %+v, %v; want nil, nil (a new request)", rep, rerr)
+					}
+					if err != nil || acc2 == nil || acc2.ID == acc1.ID {
+						t.Errorf("Submit = %+v, %v; want a new request", acc2, err)
+					}
 				}
-				if same := *acc1 == *acc2; same != tt.wantSame {
-					t.Errorf("same Accepted = %v; want %v (%+v, %+v)", same, tt.wantSame, acc1, acc2)
-				}
-				wantMsgs := 2
-				if tt.wantSame {
-					wantMsgs = 1
+				wantMsgs := 1
+				if tt.want == "new" {
+					wantMsgs = 2
 				}
 				if e.queue.size() != wantMsgs {
 					t.Errorf("queued messages = %d; want %d", e.queue.size(), wantMsgs)
@@ -727,9 +756,65 @@ func TestAsyncIdempotency(t *testing.T) {
 				if e.headerCount() != wantMsgs || e.backend.count() != wantMsgs {
 					t.Errorf("header blobs %d, backend calls %d; want %d each", e.headerCount(), e.backend.count(), wantMsgs)
 				}
+				// Once done, the same request still gets the same Accepted.
+				if tt.want == "same" {
+					if rep, err := e.a.Replay(context.Background(), second, p); err != nil || rep == nil || *rep != *acc1 {
+						t.Errorf("Replay when done = %+v, %v; want %+v", rep, err, acc1)
+					}
+				}
 			})
 		})
 	}
+}
+
+// TestAsyncReplayStoreDown: a store that cannot be read is 503, not a new
+// request.
+func TestAsyncReplayStoreDown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newAsyncEnv(t, asyncOK)
+		e.submit(t, asyncRequest())
+		boom := errors.New("store down")
+		e.store.setFail(func(op, key string) error { return boom })
+		acc, err := e.a.Replay(context.Background(), asyncRequest(), e.profile)
+		if acc != nil || ReasonOf(err) != ReasonAsyncUnavailable || !errors.Is(err, boom) {
+			t.Errorf("Replay = %+v, %v; want a 503 AsyncUnavailable wrapping the cause", acc, err)
+		}
+	})
+}
+
+// TestAsyncIdempotencyRaceDifferent: two different requests with one key
+// at once: one wins, the other is refused, only one runs.
+func TestAsyncIdempotencyRaceDifferent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newAsyncEnv(t, asyncOK)
+		var wg sync.WaitGroup
+		accs := make([]*Accepted, 2)
+		errs := make([]error, 2)
+		for i := range accs {
+			wg.Go(func() {
+				req := asyncRequest()
+				req.Body = []byte("body " + strconv.Itoa(i))
+				accs[i], _, errs[i] = e.a.Submit(context.Background(), req, e.profile, false)
+			})
+		}
+		wg.Wait()
+		won := 0
+		for i := range accs {
+			switch {
+			case errs[i] == nil && accs[i] != nil:
+				won++
+			case ReasonOf(errs[i]) != ReasonIdempotencyKeyReused:
+				t.Errorf("submission %d: %v; want success or IdempotencyKeyReused", i, errs[i])
+			}
+		}
+		if won != 1 {
+			t.Fatalf("%d submissions won; want 1", won)
+		}
+		e.drain(t)
+		if e.headerCount() != 1 || e.backend.count() != 1 {
+			t.Errorf("header blobs %d, backend calls %d; want 1 each", e.headerCount(), e.backend.count())
+		}
+	})
 }
 
 // TestAsyncIdempotencyRace: two submissions with one key at once get one
@@ -794,11 +879,33 @@ func TestAsyncStatus(t *testing.T) {
 		}
 		e.result(t, acc.ID)
 
-		// After expiry the URLs are signed for a while longer.
-		time.Sleep(2 * asyncTestTTL)
-		v = state()
-		if want := "exp=" + strconv.FormatInt(time.Now().Add(resultURLGrace).Unix(), 10); !strings.Contains(v.DataURI, want) {
-			t.Errorf("data URL after expiry %q; want %s", v.DataURI, want)
+		// Shortly before expiry the URLs are signed for a few minutes
+		// more; within the read grace, never past its end.
+		expiry := arrival.Add(asyncTestTTL)
+		time.Sleep(time.Until(expiry.Add(-time.Minute)))
+		if want := "exp=" + strconv.FormatInt(time.Now().Add(resultURLGrace).Unix(), 10); !strings.Contains(state().DataURI, want) {
+			t.Errorf("data URL a minute before expiry %q; want %s", state().DataURI, want)
+		}
+		time.Sleep(3 * time.Minute)
+		if want := "exp=" + strconv.FormatInt(expiry.Add(AsyncReadGrace).Unix(), 10); !strings.Contains(state().DataURI, want) {
+			t.Errorf("data URL within the grace %q; want %s", state().DataURI, want)
+		}
+		// At expiry plus the read grace: 410 Expired, nothing signed.
+		time.Sleep(time.Until(expiry.Add(AsyncReadGrace)))
+		signs := 0
+		e.store.setFail(func(op, key string) error {
+			if op == "sign" {
+				signs++
+			}
+			return nil
+		})
+		v, err := e.a.Status(context.Background(), acc.ID)
+		var ge *Error
+		if v != nil || !errors.As(err, &ge) || ge.Reason != ReasonExpired || ge.HTTPStatus() != 410 || ge.Reason.Code() != "Expired" {
+			t.Errorf("Status at expiry+grace = %+v, %v; want a 410 Expired", v, err)
+		}
+		if signs != 0 {
+			t.Errorf("Status signed %d URLs after the read grace; want none", signs)
 		}
 	})
 }
@@ -1008,7 +1115,7 @@ func TestAsyncInflight(t *testing.T) {
 func TestAsyncLeaseRenewal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newAsyncEnv(t, asyncAfter(8*time.Second, asyncStatus(503)), "a.test", "b.test", "c.test")
-		e.a.Timeout = 10 * time.Second // lease 11 s, renewed every 5.5 s
+		e.a.Lease = 9 * time.Second // renewed every 3 s
 		acc := e.submit(t, asyncRequest())
 		msg := e.takeOne(t, 0)
 		done := make(chan error)
@@ -1017,8 +1124,8 @@ func TestAsyncLeaseRenewal(t *testing.T) {
 		if err := e.a.Process(context.Background(), msg); err != nil {
 			t.Fatal(err)
 		}
-		// Renewed at 16.5 s until 27.5 s: back in 7.5 s, rounded up.
-		e.takeOne(t, 8*time.Second)
+		// Renewed at 18 s until 27 s: back in 7 s.
+		e.takeOne(t, 7*time.Second)
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
@@ -1093,13 +1200,13 @@ func TestAsyncInflightLost(t *testing.T) {
 			}
 			return nil
 		})
-		time.Sleep(asyncTestLease + 500*time.Millisecond) // renewals at 15.5 s and 31 s fail
+		time.Sleep(asyncTestLease + 500*time.Millisecond) // the heartbeats at 10.3, 20.7 and 31 s fail
 		e.store.setFail(nil)
 		if err := e.a.Process(context.Background(), msg); err != nil {
 			t.Fatal(err)
 		}
-		<-c.Lost() // the next renewal, at 46.5 s, finds the request taken
-		if got, want := time.Since(start), 46500*time.Millisecond; got != want {
+		<-c.Lost() // the next heartbeat, at 41.3 s, finds the request taken
+		if got, want := time.Since(start), 4*(asyncTestLease/3); got != want {
 			t.Errorf("Lost after %v; want %v", got, want)
 		}
 		res := &Result{Response: &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("too late"))}}
@@ -1122,7 +1229,7 @@ func TestAsyncLeaseLost(t *testing.T) {
 		detectAt  time.Duration
 		wantDelay time.Duration
 	}{
-		{"found by the renewer", 25 * time.Second, 15500 * time.Millisecond, 21 * time.Second},
+		{"found by the renewer", 25 * time.Second, asyncTestLease / 3, 26 * time.Second},
 		{"found before the data write", 10 * time.Second, 10 * time.Second, 26 * time.Second},
 	}
 	for _, tt := range tests {
@@ -1159,4 +1266,198 @@ func TestAsyncLeaseLost(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestAsyncCorruptRecord: a record that does not decode is terminal: its
+// messages are settled (Process returns nil) and it is reported to OnError
+// once,
+// and Status answers CorruptRecord on every poll.
+func TestAsyncCorruptRecord(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newAsyncEnv(t, asyncOK)
+		var mu sync.Mutex
+		var reported []error
+		e.a.OnError = func(_ context.Context, id string, err error) {
+			mu.Lock()
+			reported = append(reported, err)
+			mu.Unlock()
+		}
+		acc := e.submit(t, asyncRequest())
+		msg := e.takeOne(t, 0)
+		e.store.mu.Lock()
+		o := e.store.objects[asyncRecordKey(acc.ID)]
+		o.data = append([]byte(`{"v":1,"garbage":`), o.data...)
+		e.store.objects[asyncRecordKey(acc.ID)] = o
+		e.store.mu.Unlock()
+		// Two deliveries (a redelivery, a message delayed for an in-flight
+		// claim): both settled, reported once.
+		for range 2 {
+			if err := e.a.Process(context.Background(), msg); err != nil {
+				t.Fatalf("Process = %v; want nil (the message settled)", err)
+			}
+		}
+		if len(reported) != 1 || !errors.Is(reported[0], ErrBadRecord) || !strings.Contains(reported[0].Error(), acc.ID) {
+			t.Errorf("OnError got %v; want one error wrapping ErrBadRecord naming %s", reported, acc.ID)
+		}
+		if e.backend.count() != 0 || e.queue.size() != 0 {
+			t.Errorf("backend calls %d, messages %d; want none", e.backend.count(), e.queue.size())
+		}
+		for range 3 {
+			v, err := e.a.Status(context.Background(), acc.ID)
+			var ge *Error
+			if v != nil || !errors.As(err, &ge) || ge.Reason != ReasonCorruptRecord || ge.HTTPStatus() != 500 ||
+				ge.Reason.Code() != "CorruptRecord" || !errors.Is(err, ErrBadRecord) {
+				t.Fatalf("Status = %+v, %v; want a 500 CorruptRecord", v, err)
+			}
+		}
+	})
+}
+
+// blockingNotifier holds every notification for delay, then records it
+// and fails with fail.
+type blockingNotifier struct {
+	delay time.Duration
+	fail  error
+	mu    sync.Mutex
+	got   []string
+	at    []time.Time
+}
+
+func (n *blockingNotifier) Notify(ctx context.Context, topic string, body []byte) error {
+	time.Sleep(n.delay)
+	var v notification
+	if err := json.Unmarshal(body, &v); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	n.got = append(n.got, v.Status)
+	n.at = append(n.at, time.Now())
+	n.mu.Unlock()
+	return n.fail
+}
+
+// TestAsyncNotificationsOffPath: where the host may work after answering,
+// a slow topic does not delay Submit; the notifications still go out, in
+// order. Where it may not, they are sent before Submit returns. Failures
+// reach OnError either way.
+func TestAsyncNotificationsOffPath(t *testing.T) {
+	for _, after := range []bool{true, false} {
+		t.Run(fmt.Sprintf("WorkAfterAnswer=%v", after), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newAsyncEnv(t, asyncOK)
+				boom := errors.New("topic refused")
+				n := &blockingNotifier{delay: 3 * time.Second, fail: boom}
+				e.a.Notifier = n
+				e.a.Host = HostCaps{WorkAfterAnswer: after}
+				var mu sync.Mutex
+				var reported []error
+				e.a.OnError = func(_ context.Context, id string, err error) {
+					mu.Lock()
+					reported = append(reported, err)
+					mu.Unlock()
+				}
+				start := time.Now()
+				acc, c, err := e.a.Submit(context.Background(), asyncRequest(), e.profile, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				took := time.Since(start)
+				want := time.Duration(0)
+				if !after {
+					want = 2 * n.delay // Queued and Processing, one after the other
+				}
+				if took != want {
+					t.Errorf("Submit took %v; want %v", took, want)
+				}
+				resp, _ := asyncOK(&http.Request{})
+				if err := e.a.Finish(context.Background(), c, &Result{Response: resp}, nil); err != nil {
+					t.Fatal(err)
+				}
+				// Three notifications of 3 s each, one after the other.
+				start = time.Now()
+				if err := e.a.FlushNotifications(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				want = 3 * n.delay
+				if !after {
+					want = 0 // sent already, by the calls that caused them
+				}
+				if took := time.Since(start); took != want {
+					t.Errorf("FlushNotifications took %v; want %v", took, want)
+				}
+				short, cancel := context.WithTimeout(context.Background(), time.Second)
+				defer cancel()
+				if err := e.a.FlushNotifications(short); err != nil {
+					t.Errorf("FlushNotifications with nothing pending = %v; want nil", err)
+				}
+				n.mu.Lock()
+				defer n.mu.Unlock()
+				if got := strings.Join(n.got, ","); got != "Queued,Processing,AsyncProcessed" {
+					t.Errorf("notifications %s; want Queued,Processing,AsyncProcessed in order", got)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if len(reported) != 3 {
+					t.Fatalf("OnError called %d times; want 3", len(reported))
+				}
+				for _, err := range reported {
+					if !errors.Is(err, boom) || !strings.Contains(err.Error(), acc.ID) || !strings.Contains(err.Error(), "alice-events") {
+						t.Errorf("reported %v; want the notifier's error naming the id and topic", err)
+					}
+				}
+			})
+		})
+	}
+}
+
+// TestAsyncReadGraceShortTTL: the read grace is the request's own TTL when
+// that is shorter than AsyncReadGrace.
+func TestAsyncReadGraceShortTTL(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newAsyncEnv(t, asyncOK)
+		e.a.TTL = 2 * time.Second
+		acc := e.submit(t, asyncRequest())
+		e.drain(t)
+		time.Sleep(4*time.Second - time.Nanosecond)
+		v, err := e.a.Status(context.Background(), acc.ID)
+		if err != nil || !v.State.Done() {
+			t.Fatalf("Status at TTL+grace-1ns = %+v, %v; want the result", v, err)
+		}
+		if want := "exp=" + strconv.FormatInt(time.Now().Add(time.Nanosecond).Unix(), 10); !strings.Contains(v.DataURI, want) {
+			t.Errorf("data URL %q; want it to end with the grace (%s)", v.DataURI, want)
+		}
+		time.Sleep(time.Nanosecond)
+		if _, err := e.a.Status(context.Background(), acc.ID); ReasonOf(err) != ReasonExpired {
+			t.Errorf("Status at TTL+grace = %v; want Expired", err)
+		}
+	})
+}
+
+// TestAsyncKeyFreeAfterGrace: once the first request's read grace is over,
+// its Idempotency-Key starts a new request, even in a store that has not
+// swept the old one.
+func TestAsyncKeyFreeAfterGrace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newAsyncEnv(t, asyncOK)
+		first := e.submit(t, asyncRequest())
+		e.drain(t)
+		time.Sleep(asyncTestTTL + AsyncReadGrace - time.Nanosecond)
+		if acc, err := e.a.Replay(context.Background(), asyncRequest(), e.profile); err != nil || acc == nil || *acc != *first {
+			t.Fatalf("Replay within the grace = %+v, %v; want the first request", acc, err)
+		}
+		time.Sleep(time.Nanosecond)
+		req := asyncRequest()
+		req.Body = []byte("another body")
+		if acc, err := e.a.Replay(context.Background(), req, e.profile); err != nil || acc != nil {
+			t.Fatalf("Replay after the grace = %+v, %v; want nil, nil (a new request)", acc, err)
+		}
+		req.Budget.Arrival = time.Now()
+		second := e.submit(t, req)
+		if second.ID == first.ID {
+			t.Errorf("the key after the grace returned the expired request")
+		}
+		if acc, err := e.a.Replay(context.Background(), req, e.profile); err != nil || acc == nil || *acc != *second {
+			t.Errorf("Replay of the new request = %+v, %v; want %+v", acc, err, second)
+		}
+	})
 }

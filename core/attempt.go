@@ -45,6 +45,14 @@ const (
 	ReasonInvalidPath               // 400: the path has a .. segment
 	ReasonRequestTimeout            // 408: the client's body did not arrive in time
 	ReasonUpgradeUnsupported        // 501: the host cannot hold an upgraded connection
+	// ReasonIdempotencyKeyReused: an Idempotency-Key already used for a
+	// different async request (method, path, query or body): 422.
+	ReasonIdempotencyKeyReused
+	// ReasonExpired: an async request past its expiry and read grace: 410.
+	ReasonExpired
+	// ReasonCorruptRecord: an async request whose record cannot be
+	// decoded; it never completes: 500.
+	ReasonCorruptRecord
 )
 
 // Code returns the contract's error code for r.
@@ -72,6 +80,12 @@ func (r Reason) Code() string {
 		return "RequestTimeout"
 	case ReasonUpgradeUnsupported:
 		return "UpgradeUnsupported"
+	case ReasonIdempotencyKeyReused:
+		return "IdempotencyKeyReused"
+	case ReasonExpired:
+		return "Expired"
+	case ReasonCorruptRecord:
+		return "CorruptRecord"
 	}
 	return "Internal"
 }
@@ -100,6 +114,10 @@ func (r Reason) Status(attempted bool) int {
 		return http.StatusServiceUnavailable
 	case ReasonClientGone:
 		return 499
+	case ReasonIdempotencyKeyReused:
+		return http.StatusUnprocessableEntity
+	case ReasonExpired:
+		return http.StatusGone
 	}
 	return http.StatusInternalServerError
 }

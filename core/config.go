@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -71,6 +72,11 @@ type Settings struct {
 	AsyncQueue string
 	// AzureWebJobsStorage is the storage account connection string.
 	AzureWebJobsStorage string
+
+	// MaxContinuations bounds the continuations one instance works on at
+	// once, in-process finishes after a 202 included; beyond it they wait
+	// on the queue.
+	MaxContinuations Count `default:"16"`
 
 	// FunctionTimeoutSecs is the execution limit to stay inside; zero
 	// means the host's own (none for the local host).
@@ -330,6 +336,10 @@ func ParseRoutes(data []byte) (Routes, error) {
 				return nil, fmt.Errorf("%s: ttlSecs: want a positive number of seconds", where)
 			}
 			r.TTL = time.Duration(v * float64(time.Second))
+			if r.TTL <= 0 {
+				// Zero would mean "inherit DefaultTTLSecs".
+				return nil, fmt.Errorf("%s: ttlSecs %v rounds to zero; want at least 0.000000001 (1 ns)", where, v)
+			}
 		}
 		ms := func(name string, p *int64) (time.Duration, error) {
 			if p == nil {
@@ -416,6 +426,42 @@ func ParseProfiles(data []byte) (Profiles, error) {
 		out[p.UserID] = p
 	}
 	return out, nil
+}
+
+// TopicChecker is an optional capability of a Notifier: it tells, without
+// sending anything, whether the store accepts a topic name (the file
+// store's JSON-lines files, an Azure queue name, an SQS queue name).
+type TopicChecker interface {
+	// CheckTopic returns an error saying what a valid name is when topic
+	// is not one.
+	CheckTopic(topic string) error
+}
+
+// ValidateTopics checks every profile's async-config.topic against n, so
+// that a topic the store cannot accept stops the start-up instead of
+// losing every notification. A Notifier that is not a TopicChecker accepts
+// every topic. The error is a *SettingError naming UserProfiles.
+func (p Profiles) ValidateTopics(n Notifier) error {
+	tc, ok := n.(TopicChecker)
+	if !ok {
+		return nil
+	}
+	ids := make([]string, 0, len(p))
+	for id := range p {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		topic := p[id].Async.Topic
+		if topic == "" {
+			continue
+		}
+		if err := tc.CheckTopic(topic); err != nil {
+			return &SettingError{Name: "UserProfiles", Value: fmt.Sprintf("profile %q async-config.topic %q", id, topic),
+				Want: "want a topic name the async store accepts: " + err.Error()}
+		}
+	}
+	return nil
 }
 
 func validContainer(s string) bool {

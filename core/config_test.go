@@ -3,6 +3,7 @@ package core
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +38,8 @@ func TestDecoders(t *testing.T) {
 		{"Routes prefix without slash", new(Routes).Decode, `[{"prefix":"a"}]`, "starting with /"},
 		{"Routes zero timeout", new(Routes).Decode, `[{"prefix":"/a","timeoutMs":0}]`, "timeoutMs"},
 		{"Routes negative ttl", new(Routes).Decode, `[{"prefix":"/a","ttlSecs":-1}]`, "ttlSecs"},
+		{"Routes ttl rounding to zero", new(Routes).Decode, `[{"prefix":"/a","ttlSecs":1e-10}]`, "ttlSecs 1e-10 rounds to zero"},
+		{"Routes smallest ttl", new(Routes).Decode, `[{"prefix":"/a","ttlSecs":1e-9}]`, ""},
 		{"Routes empty hosts", new(Routes).Decode, `[{"prefix":"/a","hosts":[]}]`, "at least one"},
 		{"Routes bad host", new(Routes).Decode, `[{"prefix":"/a","hosts":["nope"]}]`, "hosts"},
 		{"Routes not an array", new(Routes).Decode, `{"prefix":"/a"}`, "JSON array"},
@@ -316,5 +319,52 @@ func TestByteBudget(t *testing.T) {
 	huge := NewByteBudget(1 << 62)
 	if !huge.Acquire(1<<62) || huge.Acquire(1<<62) {
 		t.Error("a budget near the int64 limit overflowed")
+	}
+}
+
+// topicNotifier accepts topics of lowercase letters only.
+type topicNotifier struct{ fakeNotifier }
+
+func (*topicNotifier) CheckTopic(topic string) error {
+	if strings.Trim(topic, "abcdefghijklmnopqrstuvwxyz") != "" {
+		return errors.New("want lowercase letters")
+	}
+	return nil
+}
+
+func TestValidateTopics(t *testing.T) {
+	profiles := func(topics ...string) Profiles {
+		p := Profiles{}
+		for i, tp := range topics {
+			id := "u" + strconv.Itoa(i)
+			p[id] = Profile{UserID: id, Async: AsyncConfig{Enabled: true, Topic: tp}}
+		}
+		return p
+	}
+	tests := []struct {
+		name    string
+		p       Profiles
+		n       Notifier
+		wantErr string
+	}{
+		{"valid topics", profiles("events", "", "other"), &topicNotifier{}, ""},
+		{"bad topic", profiles("events", "bad/topic"), &topicNotifier{}, `setting UserProfiles="profile \"u1\" async-config.topic \"bad/topic\"": want a topic name the async store accepts: want lowercase letters`},
+		{"notifier that cannot check", profiles("bad/topic"), &fakeNotifier{}, ""},
+		{"no notifier", profiles("bad/topic"), nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.p.ValidateTopics(tt.n)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("ValidateTopics = %v; want nil", err)
+				}
+				return
+			}
+			var se *SettingError
+			if !errors.As(err, &se) || se.Name != "UserProfiles" || err.Error() != tt.wantErr {
+				t.Fatalf("ValidateTopics = %v;\nwant %s", err, tt.wantErr)
+			}
+		})
 	}
 }

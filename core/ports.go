@@ -67,6 +67,20 @@ type Queue interface {
 	Complete(ctx context.Context, m Message) error
 }
 
+// VisibilityExtender is implemented by queues whose received messages can
+// stay hidden for longer while they are worked on, so that a worker may
+// receive with a short visibility and renew it as a heartbeat: a message
+// whose worker died comes back within seconds. The local worker finds it by
+// type assertion; on the cloud hosts the platform owns the visibility.
+type VisibilityExtender interface {
+	// Extend hides the received message m for visibility from now (zero:
+	// visible again at once) and returns m with the Receipt that its next
+	// Extend or Complete needs (a queue may issue a new one). A message
+	// that is gone, or was received again since, is an error wrapping
+	// ErrNotFound or ErrConflict: its worker no longer holds it.
+	Extend(ctx context.Context, m Message, visibility time.Duration) (Message, error)
+}
+
 // Notifier sends lifecycle notifications to a named topic: a queue of that
 // name on the store's own service, or a JSON-lines file for the file store.
 type Notifier interface {

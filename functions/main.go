@@ -89,19 +89,39 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				demoBackends.printHelp(stderr, a.String())
 			}
 		}}
-	go gw.runWorkers(ctx)
+	workers := make(chan struct{})
+	go func() {
+		defer close(workers)
+		gw.runWorkers(ctx)
+	}()
+	// On SIGTERM the server stops taking requests and the worker stops
+	// receiving, while the continuations in progress get DrainGrace to
+	// finish; those that cannot are stopped and their claims released.
+	drained := make(chan error, 1)
+	go func() {
+		<-ctx.Done()
+		dctx, cancel := context.WithTimeout(context.Background(), core.DrainGrace)
+		defer cancel()
+		drained <- gw.drain(dctx)
+	}()
 	if err := srv.Run(ctx); err != nil {
 		fmt.Fprintf(stderr, "functions: %v\n", err)
 		return 1
 	}
+	if err := <-drained; err != nil {
+		logger.Warn("draining continuations", slog.String("err", err.Error()))
+	}
+	<-workers
+	logger.Info("stopped")
 	return 0
 }
 
-// gateway is the assembled gateway: the HTTP handler and what runs
-// continuations in-process.
+// gateway is the assembled gateway: the HTTP handler, what runs
+// continuations in-process, and what drains them at shutdown.
 type gateway struct {
 	handler    http.Handler
 	runWorkers func(ctx context.Context)
+	drain      func(ctx context.Context) error
 }
 
 // newGateway connects the store, queue and core to the HTTP handler.
@@ -112,8 +132,8 @@ func newGateway(ctx context.Context, s *core.Settings, limit time.Duration, logg
 		BackoffBase: s.RetryBackoffMs.D(),
 		Stats:       stats,
 	}
-	h := &httpapi.Handler{Settings: s, Forwarder: fwd, Stats: stats, Logger: logger, Host: local.Caps}
-	gw := &gateway{handler: h, runWorkers: func(context.Context) {}}
+	h := &httpapi.Handler{Settings: s, Forwarder: fwd, Stats: stats, Logger: logger, Host: local.Caps()}
+	gw := &gateway{handler: h, runWorkers: func(context.Context) {}, drain: func(context.Context) error { return nil }}
 	if err := wireAsync(ctx, s, h, gw, limit, logger); err != nil {
 		return nil, err
 	}

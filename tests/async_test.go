@@ -2,13 +2,16 @@ package tests
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -17,6 +20,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"fngateway/infra/filestore"
 )
 
 const asyncProfile = `[{"userId":"u1","async-config":{"enabled":true,"containername":"u1-results","topic":"u1-status"}},` +
@@ -29,6 +34,9 @@ type slowBackend struct {
 	mu    sync.Mutex
 	calls map[string]int
 	total atomic.Int64
+	// cancelled counts requests the backend saw cancelled (their
+	// connection closed) before it answered.
+	cancelled atomic.Int64
 }
 
 func newSlowBackend(tb testing.TB, delay time.Duration) *slowBackend {
@@ -43,6 +51,7 @@ func newSlowBackend(tb testing.TB, delay time.Duration) *slowBackend {
 		select {
 		case <-time.After(delay):
 		case <-r.Context().Done():
+			b.cancelled.Add(1)
 			return
 		}
 		w.Header().Set("Content-Type", "text/plain")
@@ -100,7 +109,7 @@ func waitDone(tb testing.TB, statusURI string, within time.Duration) (string, []
 		switch resp.StatusCode {
 		case 303:
 			return resp.Header.Get("Location"), states
-		case 200:
+		case 202:
 			var st struct {
 				ID     string `json:"id"`
 				Status string `json:"status"`
@@ -354,17 +363,65 @@ func TestAsyncAnswersInLine(t *testing.T) {
 	}
 }
 
-// TestAsyncIdempotentSubmission: the same Idempotency-Key submitted twice
-// returns the same async request.
+// TestAsyncIdempotentSubmission: the same Idempotency-Key with the same
+// request returns the same async request without reaching the backend
+// again, before and after it is done; the key reused for a different
+// request (body, path, method, query) is 422 IdempotencyKeyReused and
+// reaches no backend either.
 func TestAsyncIdempotentSubmission(t *testing.T) {
 	be := newSlowBackend(t, 1500*time.Millisecond)
 	gw := StartGateway(t, asyncEnv(be.URL, t.TempDir()))
-	_, first, _ := submitAsync(t, gw.URL, "/job", map[string]string{"Idempotency-Key": "order-77"})
-	_, second, _ := submitAsync(t, gw.URL, "/job", map[string]string{"Idempotency-Key": "order-77"})
-	if first.ID != second.ID || first.StatusURI != second.StatusURI {
-		t.Errorf("ids %q and %q; want the same async request", first.ID, second.ID)
+	key := map[string]string{"Idempotency-Key": "order-77"}
+	_, first, _ := submitAsync(t, gw.URL, "/job", key)
+	if got := be.total.Load(); got != 1 {
+		t.Fatalf("backend calls after the first submission = %d; want 1", got)
 	}
+	_, second, took := submitAsync(t, gw.URL, "/job", key)
+	if first != second {
+		t.Errorf("resubmission = %+v; want the first 202's %+v", second, first)
+	}
+	if took >= 300*time.Millisecond {
+		t.Errorf("resubmission answered after %v; want at once, from the index, not after the trigger", took)
+	}
+	if got := be.total.Load(); got != 1 {
+		t.Errorf("backend calls after the resubmission = %d; want still 1", got)
+	}
+
+	reused := []struct {
+		name, method, path, body string
+	}{
+		{"another body", "POST", "/job", "other-payload"},
+		{"another path", "POST", "/other-job", "payload-123"},
+		{"another query", "POST", "/job?x=1", "payload-123"},
+		{"another method", "PUT", "/job", "payload-123"},
+	}
+	for _, tt := range reused {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, body, _ := Do(t, tt.method, gw.URL+tt.path,
+				map[string]string{"S7PAsyncMode": "true", "X-UserProfile": "u1", "Idempotency-Key": "order-77"}, tt.body)
+			if resp.StatusCode != 422 {
+				t.Fatalf("status = %d; want 422 (body %s)", resp.StatusCode, body)
+			}
+			if d := decodeError(t, resp, body); d.Error.Code != "IdempotencyKeyReused" {
+				t.Errorf("code = %q; want IdempotencyKeyReused", d.Error.Code)
+			}
+			if strings.Contains(string(body), first.ID) || resp.Header.Get("Location") != "" || resp.Header.Get("X-Data-Blob-Uri") != "" {
+				t.Errorf("the 422 leaks the first request: %v %s", resp.Header, body)
+			}
+		})
+	}
+	if got := be.total.Load(); got != 1 {
+		t.Errorf("backend calls after the reused keys = %d; want still 1", got)
+	}
+
 	waitDone(t, first.StatusURI, 10*time.Second)
+	_, third, _ := submitAsync(t, gw.URL, "/job", key)
+	if third != first {
+		t.Errorf("resubmission once done = %+v; want %+v", third, first)
+	}
+	if got := be.total.Load(); got != 1 {
+		t.Errorf("backend calls at the end = %d; want 1", got)
+	}
 }
 
 // TestAsyncSurvivesSIGKILL: the gateway is killed mid-continuation; a new
@@ -401,5 +458,171 @@ func TestAsyncSurvivesSIGKILL(t *testing.T) {
 	defer be.mu.Unlock()
 	if be.calls["crash-key"] < 2 {
 		t.Errorf("calls with the client's key = %d; want the resend to carry the same Idempotency-Key", be.calls["crash-key"])
+	}
+}
+
+// TestAsyncStatusExpires: once the request's expiry plus its read grace
+// (here AsyncTTLSecs=2, so a 2 s grace) has passed, the status URI answers
+// 410 Expired, a JSON error, and no longer points at the result.
+func TestAsyncStatusExpires(t *testing.T) {
+	be := newSlowBackend(t, 500*time.Millisecond)
+	env := asyncEnv(be.URL, t.TempDir())
+	env["AsyncTTLSecs"] = "2"
+	gw := StartGateway(t, env)
+	sent := time.Now()
+	_, acc, _ := submitAsync(t, gw.URL, "/short", nil)
+	waitDone(t, acc.StatusURI, 5*time.Second)
+	deadline := sent.Add(7 * time.Second)
+	for {
+		resp, body, _ := Do(t, "GET", acc.StatusURI, nil, "")
+		if resp.StatusCode == 303 {
+			if time.Now().After(deadline) {
+				t.Fatalf("still 303 %v after the submission; want 410 after 4 s", time.Since(sent))
+			}
+			time.Sleep(50 * time.Millisecond) // polling, as a client would
+			continue
+		}
+		if at := time.Since(sent); resp.StatusCode != 410 || at < 4*time.Second {
+			t.Fatalf("status URI answered %d %s after %v; want 303 until 4 s after arrival, then 410", resp.StatusCode, body, at)
+		}
+		if d := decodeError(t, resp, body); d.Error.Code != "Expired" {
+			t.Errorf("code = %q; want Expired", d.Error.Code)
+		}
+		if loc := resp.Header.Get("Location"); loc != "" {
+			t.Errorf("410 with Location %q; want nothing signed", loc)
+		}
+		break
+	}
+	// It stays gone.
+	if resp, _, _ := Do(t, "GET", acc.StatusURI, nil, ""); resp.StatusCode != 410 {
+		t.Errorf("second poll = %d; want 410", resp.StatusCode)
+	}
+}
+
+// TestAsyncCorruptRecord: a record that cannot be decoded is terminal: its
+// queue message is settled and logged once, and the status URI answers
+// 500 CorruptRecord on every poll instead of 503 forever.
+func TestAsyncCorruptRecord(t *testing.T) {
+	be := newSlowBackend(t, 600*time.Millisecond)
+	dir := t.TempDir()
+	env := asyncEnv(be.URL, dir)
+	gw := StartGateway(t, env)
+	_, acc, _ := submitAsync(t, gw.URL, "/corrupt", nil)
+	waitDone(t, acc.StatusURI, 10*time.Second)
+	gw.Kill()
+
+	// While no gateway runs: damage the record and queue a continuation
+	// for it, as a redelivery would.
+	fs, err := filestore.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	key := "gateway/records/" + acc.ID + ".json"
+	_, version, err := fs.Get(ctx, key)
+	if err != nil {
+		t.Fatalf("the record: %v", err)
+	}
+	if _, err := fs.Put(ctx, key, []byte(`{"v":1,"id":"`+acc.ID+`","state":`), version); err != nil {
+		t.Fatal(err)
+	}
+	queued := func() map[string]bool {
+		names, _ := filepath.Glob(filepath.Join(dir, "queue", "*.msg"))
+		m := map[string]bool{}
+		for _, n := range names {
+			m[n] = true
+		}
+		return m
+	}
+	earlier := queued() // the in-flight claim's delayed message may wait there
+	if err := fs.Enqueue(ctx, []byte(`{"v":1,"id":"`+acc.ID+`"}`), 0); err != nil {
+		t.Fatal(err)
+	}
+	var ours string
+	for n := range queued() {
+		if !earlier[n] {
+			ours = n
+		}
+	}
+	if ours == "" {
+		t.Fatal("the enqueued message is not in the queue directory")
+	}
+
+	gw2 := StartGateway(t, env)
+	mentions := func() int {
+		n := 0
+		for _, l := range gw2.logs.Lines() {
+			if strings.Contains(l, acc.ID) && strings.Contains(l, "cannot be decoded") {
+				n++
+			}
+		}
+		return n
+	}
+	gw2.WaitLog(t, 10*time.Second, func(m map[string]any) bool {
+		e, _ := m["err"].(string)
+		return strings.Contains(e, acc.ID) && strings.Contains(e, "cannot be decoded")
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for queued()[ours] {
+		if time.Now().After(deadline) {
+			t.Fatal("the continuation message was not settled within 10 s")
+		}
+		time.Sleep(50 * time.Millisecond) // polling with a deadline
+	}
+	status := strings.Replace(acc.StatusURI, gw.URL, gw2.URL, 1)
+	for range 3 {
+		resp, body, _ := Do(t, "GET", status, nil, "")
+		if resp.StatusCode != 500 {
+			t.Fatalf("status URI = %d %s; want 500 CorruptRecord", resp.StatusCode, body)
+		}
+		if d := decodeError(t, resp, body); d.Error.Code != "CorruptRecord" {
+			t.Errorf("code = %q; want CorruptRecord", d.Error.Code)
+		}
+	}
+	if n := mentions(); n != 1 {
+		t.Errorf("the corrupt record was logged %d times by the worker; want once", n)
+	}
+}
+
+// TestAsyncBadSettingsStopStartup: a profile topic the async store cannot
+// accept, and a route TTL that rounds to zero, stop the start-up with one
+// line naming the setting, instead of losing every notification or
+// silently inheriting the default TTL.
+func TestAsyncBadSettingsStopStartup(t *testing.T) {
+	tests := []struct {
+		name string
+		env  []string
+		want string
+	}{
+		{"topic the file store refuses", []string{"AsyncModeEnabled=true",
+			`UserProfiles=[{"userId":"u1","async-config":{"enabled":true,"topic":"bad/topic"}}]`},
+			`setting UserProfiles="profile \"u1\" async-config.topic \"bad/topic\"": want a topic name the async store accepts`},
+		{"route ttlSecs rounding to zero", []string{`Routes=[{"prefix":"/a","ttlSecs":1e-10}]`},
+			`setting Routes=`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// A gateway that accepts the setting would run for ever.
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, binary)
+			cmd.Env = append(baseEnv(), "Hosts=http://127.0.0.1:1", "AsyncStore=file:"+t.TempDir(), "ListenAddr=127.0.0.1:0")
+			cmd.Env = append(cmd.Env, tt.env...)
+			out, err := cmd.CombinedOutput()
+			if ctx.Err() != nil {
+				t.Fatalf("the gateway started with the bad setting and ran for 20 s (output %q)", out)
+			}
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() == 0 {
+				t.Fatalf("exit = %v; want a non-zero exit (output %q)", err, out)
+			}
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			if len(lines) != 1 || !strings.Contains(lines[0], tt.want) {
+				t.Errorf("output = %q; want one line containing %q", out, tt.want)
+			}
+			if tt.name == "route ttlSecs rounding to zero" && !strings.Contains(lines[0], "rounds to zero") {
+				t.Errorf("output = %q; want it to say the ttlSecs rounds to zero", lines[0])
+			}
+		})
 	}
 }

@@ -100,7 +100,7 @@ func TestAsyncAzurite(t *testing.T) {
 	}
 
 	t.Run("storage down: 503 AsyncUnavailable, no 202", func(t *testing.T) {
-		before := be.total.Load()
+		before, cancelledBefore := be.total.Load(), be.cancelled.Load()
 		az.Stop()
 		defer az.Start(t)
 		resp, body, took := Do(t, "POST", gw.URL+"/reports/down",
@@ -118,9 +118,18 @@ func TestAsyncAzurite(t *testing.T) {
 		if took > 5*time.Second {
 			t.Errorf("503 after %v; want a quick answer", took)
 		}
-		// The in-flight attempt was cancelled, not left running.
 		if be.total.Load() != before+1 {
 			t.Errorf("backend calls = %d; want %d", be.total.Load(), before+1)
+		}
+		// The in-flight attempt was cancelled, not left running: the
+		// backend saw its request's context end (the connection closed)
+		// long before its 1.5 s answer.
+		deadline := time.Now().Add(time.Second)
+		for be.cancelled.Load() != cancelledBefore+1 {
+			if time.Now().After(deadline) {
+				t.Fatalf("the backend saw %d cancelled requests within 1 s of the 503; want %d", be.cancelled.Load()-cancelledBefore, 1)
+			}
+			time.Sleep(10 * time.Millisecond) // polling with a deadline
 		}
 	})
 }

@@ -307,6 +307,7 @@ func TestBadSettingStopsStartup(t *testing.T) {
 		{"unknown store", []string{"Hosts=http://a:1", "AsyncStore=redis://x"}, "setting AsyncStore=\"redis://x\""},
 		{"bad profiles", []string{"Hosts=http://a:1", "UserProfiles=[{\"userId\":\"\"}]"}, "setting UserProfiles="},
 		{"both spellings disagree", []string{"Hosts=http://a:1", "HOSTS=http://b:1"}, "setting Hosts="},
+		{"zero MaxContinuations", []string{"Hosts=http://a:1", "MaxContinuations=0"}, `setting MaxContinuations="0": want a positive whole number`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

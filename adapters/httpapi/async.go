@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -42,98 +41,24 @@ func (h *Handler) asyncEligible(r *http.Request, route *core.Route, req *core.Re
 	return p != nil && p.Async.Enabled
 }
 
-type forwardResult struct {
-	res *core.Result
-	err error
-}
-
-// proxyAsync forwards an async-eligible request: it answers in line if the
-// backend answers within AsyncTriggerTimeout, and otherwise makes the
-// continuation durable and answers 202. The in-flight attempt goes on in
-// this process and finishes the continuation, holding its claim; if the
-// process dies, the claim lapses and a queue-triggered invocation resends
-// the request with the same Idempotency-Key.
+// proxyAsync forwards an async-eligible request through core's trigger
+// race (core.Async.Run) and translates its outcome: the backend's answer in
+// line, 202 Accepted once handed off, or the gateway's error.
 func (h *Handler) proxyAsync(w http.ResponseWriter, r *http.Request, req *core.Request, lg *requestLog) {
-	s := h.Settings
-	ctx := r.Context()
-	arrival := req.Budget.Arrival
-	// Once async, the request lives by the async budget.
-	req.Budget.TTL = arrival.Add(s.AsyncTTLSecs.D())
-	req.Budget.Timeout = s.AsyncTimeout.D()
-	trigger := arrival.Add(s.AsyncTriggerTimeout.D())
-	if !req.Budget.Limit.IsZero() && req.Budget.Limit.Before(trigger) {
-		trigger = req.Budget.Limit
-	}
-	// The attempt must outlive this handler: detach it from the client,
-	// but cancel it if the client leaves before the hand-off.
-	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan forwardResult, 1)
-	go func() {
-		res, err := h.Forwarder.Forward(fctx, req)
-		done <- forwardResult{res, err}
-	}()
-	timer := time.NewTimer(time.Until(trigger))
-	defer timer.Stop()
-	select {
-	case fr := <-done:
-		defer cancel()
-		if fr.err != nil {
-			var ge *core.Error
-			if !errors.As(fr.err, &ge) {
-				ge = &core.Error{Err: fr.err}
-			}
-			h.fail(w, ge, lg)
-			return
-		}
-		h.relay(w, fr.res, req.Route, lg)
-		return
-	case <-ctx.Done():
-		cancel()
-		<-done
-		lg.status, lg.code = 499, core.ReasonClientGone.Code()
-		return
-	case <-timer.C:
-	}
-	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	acc, claim, err := h.Async.Submit(sctx, req, h.profileOf(r), true)
-	scancel()
-	if err != nil {
-		cancel()
-		<-done
+	res, acc, err := h.Async.Run(r.Context(), req, h.profileOf(r))
+	switch {
+	case err != nil:
 		var ge *core.Error
-		if !errors.As(err, &ge) || ge.Reason != core.ReasonAsyncUnavailable {
-			ge = &core.Error{Reason: core.ReasonAsyncUnavailable, Message: "the async hand-off could not be made durable", Err: err}
+		if !errors.As(err, &ge) {
+			ge = &core.Error{Reason: core.ReasonNone, Err: err}
 		}
 		h.fail(w, ge, lg)
-		return
+	case acc != nil:
+		lg.async = acc.ID
+		h.accepted(w, r, acc, lg)
+	default:
+		h.relay(w, res, req.Route, lg)
 	}
-	lg.async = acc.ID
-	h.accepted(w, r, acc, lg)
-	if claim == nil {
-		// An earlier submission with the same Idempotency-Key owns this
-		// request: this attempt is not needed.
-		cancel()
-		go func() {
-			if fr := <-done; fr.res != nil {
-				fr.res.Response.Body.Close()
-			}
-		}()
-		return
-	}
-	go func() {
-		defer cancel()
-		var fr forwardResult
-		select {
-		case fr = <-done:
-		case <-claim.Lost():
-			// A queue worker took the request over; stop this attempt.
-			cancel()
-			fr = <-done
-		}
-		if err := h.Async.Finish(context.WithoutCancel(ctx), claim, fr.res, fr.err); err != nil {
-			h.Logger.WarnContext(ctx, "finishing an async request in-process", "id", claim.ID(), "err", err.Error())
-		}
-	}()
 }
 
 // accepted writes the 202 of CONTRACT §6.
@@ -158,17 +83,24 @@ func retryAfterSecs(d time.Duration) int {
 	return max(s, 1)
 }
 
-// serveStatus answers a status URI: 200 with the state while pending,
-// 303 to a freshly signed data URL when done, 404 for an unknown id.
+// serveStatus answers a status URI (CONTRACT §6): 202 with the state and
+// Retry-After while pending (generic long-running-operation pollers keep
+// polling on 202), 303 to a freshly signed data URL when done, 404 for an
+// unknown id, 410 Expired once the request's expiry and read grace have
+// passed, 500 CorruptRecord for a record that cannot be decoded.
 func (h *Handler) serveStatus(w http.ResponseWriter, r *http.Request, id string) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		writeError(w, http.StatusMethodNotAllowed, "MethodNotAllowed", "status URIs answer GET", 0)
 		return
 	}
 	st, err := h.Async.Status(r.Context(), id)
+	var ge *core.Error
 	switch {
 	case errors.Is(err, core.ErrNotFound):
 		writeError(w, http.StatusNotFound, "NotFound", "no async request with id "+strconv.Quote(trim(id)), 0)
+		return
+	case errors.As(err, &ge) && (ge.Reason == core.ReasonExpired || ge.Reason == core.ReasonCorruptRecord):
+		writeError(w, ge.HTTPStatus(), ge.Reason.Code(), ge.Message, 0)
 		return
 	case err != nil:
 		// The detail (a store path, an account name) is for the operator.
@@ -186,7 +118,7 @@ func (h *Handler) serveStatus(w http.ResponseWriter, r *http.Request, id string)
 	if attempts == nil {
 		attempts = []core.Attempt{}
 	}
-	writeJSON(w, http.StatusOK, statusDoc{
+	writeJSON(w, http.StatusAccepted, statusDoc{
 		ID: st.ID, Status: string(st.State), Arrival: st.Arrival.UTC().Format(time.RFC3339Nano),
 		Expiry: st.Expiry.UTC().Format(time.RFC3339Nano), Attempts: attempts, Checkpoints: st.Checkpoints,
 	})

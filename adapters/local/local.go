@@ -14,6 +14,12 @@ import (
 	"fngateway/core"
 )
 
+// Caps returns what the local host can do: work after answering (the
+// process runs on), connection upgrades and streamed responses.
+func Caps() core.HostCaps {
+	return core.HostCaps{Name: "local", WorkAfterAnswer: true, Upgrade: true, Stream: true}
+}
+
 // Server serves a gateway handler on a TCP address. Its zero value is not
 // usable: set Handler and Addr.
 type Server struct {
@@ -37,10 +43,6 @@ type Server struct {
 // IdleTimeout is zero: long enough for clients that pool connections,
 // short enough that idle sockets do not pile up to the descriptor limit.
 const DefaultIdleTimeout = 120 * time.Second
-
-// Caps states what the local host can do: work after answering, hold
-// upgraded connections, stream responses.
-var Caps = core.HostCaps{Name: "local", WorkAfterAnswer: true, Upgrade: true, Stream: true}
 
 // Run listens and serves until ctx is done, then shuts down gracefully,
 // giving in-flight requests up to 10 s.

@@ -5,38 +5,54 @@ import (
 	"encoding/base64"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"fngateway/core"
 )
 
+// maxReceive is the most messages one receive asks for.
+const maxReceive = 32
+
 // Worker runs continuations in-process: it receives queue messages and
 // hands each to the async engine, as a queue trigger would in the cloud.
 // Set its fields and call Run once.
+//
+// It works on at most as many continuations at once as Async.Continuations
+// has free slots, shared with the in-process finishes after a 202: while
+// every slot is taken it receives nothing, and messages wait on the queue.
+// A received message stays hidden for Visibility, renewed every third of it
+// while its continuation runs when the queue implements
+// core.VisibilityExtender, so that a message whose process died comes back
+// within one Visibility.
 type Worker struct {
 	// Queue is where continuations wait. Required.
 	Queue core.Queue
-	// Async processes one message. Required.
+	// Async processes one message. Required. Its Continuations bounds the
+	// work; if nil, the worker bounds itself to
+	// core.DefaultMaxContinuations.
 	Async *core.Async
 	// Logger receives one line per failed message. Nil discards.
 	Logger *slog.Logger
-	// Visibility hides a received message while it is processed; it should
-	// outlast one attempt (AsyncTimeout) plus the margin.
+	// Visibility hides a received message while it is processed. With a
+	// queue that implements core.VisibilityExtender it is renewed as a
+	// heartbeat and may be short; otherwise it should outlast one attempt
+	// (AsyncTimeout) plus the margin. Zero means core.DefaultLease.
 	Visibility time.Duration
 	// Limit, if positive, is each continuation's execution limit
 	// (FunctionTimeoutSecs), as a fresh invocation would have.
 	Limit time.Duration
 	// Poll is the wait between empty receives. Zero means 100 ms.
 	Poll time.Duration
-	// Concurrency bounds the continuations run at once. Zero means 16.
-	Concurrency int
 	// MaxDequeue is the delivery count after which an undecodable message
 	// is dropped (it is logged whole first). Zero means 5.
 	MaxDequeue int
 }
 
-// Run receives and processes messages until ctx is done, then waits for
-// those in progress.
+// Run receives and processes messages until ctx is done, then stops
+// receiving and waits for the continuations in progress: they finish, or
+// they are stopped by the Continuations' Shutdown, which releases their
+// claims; their messages are then made visible again at once.
 func (w *Worker) Run(ctx context.Context) {
 	log := w.Logger
 	if log == nil {
@@ -46,32 +62,40 @@ func (w *Worker) Run(ctx context.Context) {
 	if poll <= 0 {
 		poll = 100 * time.Millisecond
 	}
-	slots := w.Concurrency
-	if slots <= 0 {
-		slots = 16
+	slots := w.Async.Continuations
+	if slots == nil {
+		slots = core.NewContinuations(0)
 	}
-	sem := make(chan struct{}, slots)
-	defer func() {
-		for range slots {
-			sem <- struct{}{}
-		}
-	}()
+	var running sync.WaitGroup
+	defer running.Wait()
 	for ctx.Err() == nil {
-		free := slots - len(sem)
-		var msgs []core.Message
-		var err error
-		if free > 0 {
-			msgs, err = w.Queue.Receive(ctx, min(free, 32), w.Visibility)
-			if err != nil && ctx.Err() == nil {
-				log.WarnContext(ctx, "receiving continuations", slog.String("err", err.Error()))
-			}
+		// A slot first: nothing is received that cannot run at once.
+		work, done, err := slots.Start(ctx)
+		if err != nil {
+			return
 		}
-		for _, m := range msgs {
-			sem <- struct{}{}
+		taken := []func(){done}
+		for len(taken) < maxReceive {
+			_, more, ok := slots.TryStart()
+			if !ok {
+				break
+			}
+			taken = append(taken, more)
+		}
+		msgs, err := w.Queue.Receive(ctx, len(taken), w.visibility())
+		if err != nil && ctx.Err() == nil {
+			log.WarnContext(ctx, "receiving continuations", slog.String("err", err.Error()))
+		}
+		for i, m := range msgs {
+			running.Add(1)
 			go func() {
-				defer func() { <-sem }()
-				w.process(ctx, log, m)
+				defer running.Done()
+				defer taken[i]()
+				w.process(ctx, work, log, m)
 			}()
+		}
+		for _, d := range taken[len(msgs):] {
+			d()
 		}
 		if len(msgs) == 0 {
 			t := time.NewTimer(poll)
@@ -84,16 +108,26 @@ func (w *Worker) Run(ctx context.Context) {
 	}
 }
 
-func (w *Worker) process(ctx context.Context, log *slog.Logger, m core.Message) {
-	// A continuation runs to its own end even while the process shuts
-	// down; its message stays hidden and comes back if it is killed.
-	pctx := context.WithoutCancel(ctx)
+func (w *Worker) visibility() time.Duration {
+	if w.Visibility > 0 {
+		return w.Visibility
+	}
+	return core.DefaultLease
+}
+
+// process runs one message under work, which ends only when a shutdown
+// stops the continuations in progress.
+func (w *Worker) process(ctx, work context.Context, log *slog.Logger, m core.Message) {
+	pctx := work
 	if w.Limit > 0 {
 		var cancel context.CancelFunc
 		pctx, cancel = context.WithTimeout(pctx, w.Limit)
 		defer cancel()
 	}
+	ext, _ := w.Queue.(core.VisibilityExtender)
+	beat := w.heartbeat(ext, m)
 	err := w.Async.Process(pctx, m.Body)
+	m = beat()
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	switch {
@@ -112,8 +146,55 @@ func (w *Worker) process(ctx context.Context, log *slog.Logger, m core.Message) 
 		if m.DequeueCount >= max {
 			w.Queue.Complete(cctx, m)
 		}
+	case errors.Is(context.Cause(work), core.ErrDraining):
+		// Stopped at shutdown, its claim released: show the message again
+		// at once, so the next instance resumes without waiting.
+		if ext != nil {
+			if _, xerr := ext.Extend(cctx, m, 0); xerr != nil {
+				log.WarnContext(ctx, "releasing a continuation's message", slog.String("messageId", m.ID), slog.String("err", xerr.Error()))
+			}
+		}
+		log.InfoContext(ctx, "continuation stopped at shutdown; its claim is released",
+			slog.String("messageId", m.ID), slog.String("err", err.Error()))
 	default:
 		log.WarnContext(ctx, "continuation failed; the queue will deliver it again",
 			slog.String("messageId", m.ID), slog.String("err", err.Error()))
+	}
+}
+
+// heartbeat keeps m hidden while its continuation runs, renewing its
+// visibility every third of it. The returned stop ends the heartbeat and
+// returns m with its latest receipt. Without an extender it does nothing.
+func (w *Worker) heartbeat(ext core.VisibilityExtender, m core.Message) (stop func() core.Message) {
+	if ext == nil {
+		return func() core.Message { return m }
+	}
+	vis := w.visibility()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	cur := m
+	go func() {
+		defer close(done)
+		t := time.NewTicker(max(vis/3, time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			next, err := ext.Extend(ctx, cur, vis)
+			switch {
+			case err == nil:
+				cur = next
+			case errors.Is(err, core.ErrNotFound), errors.Is(err, core.ErrConflict):
+				return // no longer ours: the claim's lease guards the work
+			}
+		}
+	}()
+	return func() core.Message {
+		cancel()
+		<-done
+		return cur
 	}
 }

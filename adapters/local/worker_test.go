@@ -5,9 +5,13 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -87,5 +91,157 @@ func TestWorkerBadMessage(t *testing.T) {
 	}
 	if want := base64.StdEncoding.EncodeToString(bad); bodies[0] != want {
 		t.Errorf("logged body = %q; want the whole message %q", bodies[0], want)
+	}
+}
+
+// workerEnv is a worker on a file store in front of a backend that holds
+// each request for hold (or until it is cancelled).
+type workerEnv struct {
+	fs       *filestore.Store
+	a        *core.Async
+	w        *Worker
+	calls    atomic.Int64
+	canceled atomic.Int64
+}
+
+func newWorkerEnv(tb testing.TB, hold time.Duration, slots int) *workerEnv {
+	tb.Helper()
+	fs, err := filestore.Open(tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e := &workerEnv{fs: fs}
+	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.calls.Add(1)
+		select {
+		case <-time.After(hold):
+			w.Write([]byte("done"))
+		case <-r.Context().Done():
+			e.canceled.Add(1)
+		}
+	}))
+	tb.Cleanup(be.Close)
+	hosts := core.HostList{}
+	if err := hosts.Decode(be.URL); err != nil {
+		tb.Fatal(err)
+	}
+	e.a = &core.Async{Store: fs, Queue: fs, Router: core.NewRouter(&core.Settings{Hosts: hosts}),
+		Timeout: time.Minute, Continuations: core.NewContinuations(slots)}
+	e.w = &Worker{Queue: fs, Async: e.a, Visibility: 150 * time.Millisecond, Poll: 5 * time.Millisecond}
+	return e
+}
+
+// submit hands a request to the queue and returns its id.
+func (e *workerEnv) submit(tb testing.TB) string {
+	tb.Helper()
+	req := &core.Request{Method: "GET", Path: "/job", Header: http.Header{}, IdempotencyKey: "k", Budget: core.Budget{Arrival: time.Now()}}
+	acc, _, err := e.a.Submit(context.Background(), req, nil, false)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return acc.ID
+}
+
+func (e *workerEnv) state(tb testing.TB, id string) (core.State, bool) {
+	tb.Helper()
+	v, err := e.a.Status(context.Background(), id)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return v.State, v.State.Done()
+}
+
+// waitUntil polls cond every 5 ms until it holds, or fails after 10 s.
+func waitUntil(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("not within 10 s: %s", what)
+		}
+		time.Sleep(5 * time.Millisecond) // polling with a deadline
+	}
+}
+
+// TestWorkerHeartbeat: a message whose continuation outlasts its
+// visibility many times over stays hidden while the work runs, and is
+// delivered once.
+func TestWorkerHeartbeat(t *testing.T) {
+	e := newWorkerEnv(t, time.Second, 4)
+	id := e.submit(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { e.w.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	waitUntil(t, "the backend is called", func() bool { return e.calls.Load() == 1 })
+	hiddenUntil := time.Now().Add(800 * time.Millisecond)
+	for time.Now().Before(hiddenUntil) {
+		if _, done := e.state(t, id); done {
+			break
+		}
+		if next, ok := e.fs.NextVisible(); ok && !next.After(time.Now()) {
+			t.Fatalf("the message became visible while its continuation ran")
+		}
+		time.Sleep(20 * time.Millisecond) // sampling
+	}
+	waitUntil(t, "the request is done", func() bool { _, done := e.state(t, id); return done })
+	waitUntil(t, "the message is completed", func() bool { _, pending := e.fs.NextVisible(); return !pending })
+	if e.calls.Load() != 1 {
+		t.Errorf("backend calls = %d; want 1", e.calls.Load())
+	}
+}
+
+// TestWorkerSharesSlots: while every Continuations slot is taken (by
+// in-process finishes), the worker receives nothing.
+func TestWorkerSharesSlots(t *testing.T) {
+	e := newWorkerEnv(t, 0, 1)
+	_, release, ok := e.a.Continuations.TryStart()
+	if !ok {
+		t.Fatal("no free slot")
+	}
+	id := e.submit(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { e.w.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	time.Sleep(200 * time.Millisecond) // long enough for many polls
+	if e.calls.Load() != 0 {
+		t.Fatalf("backend calls with every slot taken = %d; want 0", e.calls.Load())
+	}
+	release()
+	waitUntil(t, "the request is done once a slot is free", func() bool { _, done := e.state(t, id); return done })
+}
+
+// TestWorkerDrain: at shutdown a continuation that outlasts the grace is
+// stopped; its claim is released and its message visible at once.
+func TestWorkerDrain(t *testing.T) {
+	e := newWorkerEnv(t, time.Hour, 4)
+	id := e.submit(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { e.w.Run(ctx); close(done) }()
+	waitUntil(t, "the backend is called", func() bool { return e.calls.Load() == 1 })
+	cancel() // stop receiving
+	gctx, gcancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer gcancel()
+	if err := e.a.Continuations.Shutdown(gctx); !errors.Is(err, core.ErrDraining) {
+		t.Errorf("Shutdown = %v; want ErrDraining", err)
+	}
+	<-done
+	if e.canceled.Load() != 1 {
+		t.Errorf("backend saw %d cancellations; want 1", e.canceled.Load())
+	}
+	if st, fin := e.state(t, id); fin || st != core.StateRunning {
+		t.Errorf("state %s; want running (released, not finished)", st)
+	}
+	data, _, err := e.fs.Get(context.Background(), "gateway/records/"+id+".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), `"claim":{`) {
+		t.Errorf("record still claimed: %s", data)
+	}
+	if next, ok := e.fs.NextVisible(); !ok || next.After(time.Now()) {
+		t.Errorf("message visible at %v (queued %v); want now", next, ok)
 	}
 }

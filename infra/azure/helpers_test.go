@@ -2,10 +2,7 @@ package azure_test
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
-	"io"
-	"math/rand/v2"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -38,28 +35,6 @@ var uniq atomic.Int64
 // uniqueName returns a container or queue name no other test uses.
 func uniqueName(prefix string) string {
 	return fmt.Sprintf("%s-%d-%d", prefix, time.Now().UnixNano()%1e9, uniq.Add(1))
-}
-
-// generated returns a reader of n deterministic pseudo-random bytes for
-// seed, made as it is read, so large bodies need not sit in memory.
-func generated(seed uint64, n int64) io.Reader {
-	var key [32]byte
-	key[0] = byte(seed)
-	key[1] = byte(seed >> 8)
-	return io.LimitReader(rand.NewChaCha8(key), n)
-}
-
-// digest returns the SHA-256 of r's bytes and their count.
-func digest(tb testing.TB, r io.Reader) ([32]byte, int64) {
-	tb.Helper()
-	h := sha256.New()
-	n, err := io.Copy(h, r)
-	if err != nil {
-		tb.Fatalf("read: %v", err)
-	}
-	var sum [32]byte
-	copy(sum[:], h.Sum(nil))
-	return sum, n
 }
 
 // eventually polls cond every 50 ms until it holds or timeout passes.

@@ -9,7 +9,14 @@ import (
 	"fngateway/core"
 )
 
-var _ core.Notifier = (*Notifier)(nil)
+var (
+	_ core.Notifier     = (*Notifier)(nil)
+	_ core.TopicChecker = (*Notifier)(nil)
+)
+
+// CheckTopic reports whether Notify accepts topic as a queue name
+// (3–63 lower-case letters, digits and single hyphens).
+func (n *Notifier) CheckTopic(topic string) error { return checkName("queue", topic) }
 
 // Notifier implements core.Notifier on Azure Queue storage: a topic is a
 // queue of that name on the account, created on first use when missing.
@@ -24,7 +31,7 @@ type Notifier struct {
 // queue name (3–63 lower-case letters, digits and single hyphens) and a
 // body longer than MaxMessageSize are refused.
 func (n *Notifier) Notify(ctx context.Context, topic string, body []byte) error {
-	if err := checkName("queue", topic); err != nil {
+	if err := n.CheckTopic(topic); err != nil {
 		return fmt.Errorf("notify: %w", err)
 	}
 	if err := newQueueClient(n.svc, topic).enqueue(ctx, body, nil); err != nil {

@@ -13,7 +13,10 @@ import (
 	"fngateway/core"
 )
 
-var _ core.Queue = (*Queue)(nil)
+var (
+	_ core.Queue              = (*Queue)(nil)
+	_ core.VisibilityExtender = (*Queue)(nil)
+)
 
 // Limits of Azure Queue storage.
 const (
@@ -109,6 +112,28 @@ func (q *Queue) Complete(ctx context.Context, m core.Message) error {
 		return fmt.Errorf("complete message %s: %w", m.ID, err)
 	}
 	return nil
+}
+
+// Extend hides the received message m for visibility from now, rounded up
+// to whole seconds and capped at 7 days (0: visible again at once), with
+// Update Message. The service issues a new pop receipt: the returned
+// Message carries it, and Complete or a later Extend needs it. The message
+// text is written back unchanged (the base64 of m.Body). A message that is
+// gone, or received again since, is an error wrapping core.ErrNotFound.
+func (q *Queue) Extend(ctx context.Context, m core.Message, visibility time.Duration) (core.Message, error) {
+	text := base64.StdEncoding.EncodeToString(m.Body)
+	resp, err := q.q.client.UpdateMessage(ctx, m.ID, m.Receipt, text,
+		&azqueue.UpdateMessageOptions{VisibilityTimeout: to.Ptr(seconds(visibility, 0))})
+	if queueerror.HasCode(err, queueerror.MessageNotFound, queueerror.PopReceiptMismatch, queueerror.QueueNotFound) {
+		return m, fmt.Errorf("extend message %s: %w", m.ID, core.ErrNotFound)
+	}
+	if err != nil {
+		return m, fmt.Errorf("extend message %s: %w", m.ID, err)
+	}
+	if resp.PopReceipt != nil {
+		m.Receipt = *resp.PopReceipt
+	}
+	return m, nil
 }
 
 // queueClient is one queue, created on demand.

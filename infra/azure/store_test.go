@@ -3,12 +3,10 @@ package azure_test
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,143 +15,14 @@ import (
 	"fngateway/internal/emulators"
 )
 
-// TestStore runs the Store against one Azurite; subtests use their own
-// containers and run in parallel.
+// TestStore runs what is specific to the Blob Store against one Azurite
+// (key rules, SAS URLs); the semantics core relies on are checked by
+// core/porttest in TestStorePort. Subtests use their own containers and
+// run in parallel.
 func TestStore(t *testing.T) {
 	t.Parallel()
 	az := emulators.StartAzurite(t)
 	store := newAccount(t, az).Store()
-
-	t.Run("NotFound", func(t *testing.T) {
-		t.Parallel()
-		ctx := testContext(t)
-		c := uniqueName("nf")
-		if _, err := store.Put(ctx, c+"/present", []byte("x"), ""); err != nil {
-			t.Fatalf("Put: %v", err)
-		}
-		for _, key := range []string{
-			uniqueName("nocontainer") + "/record.json", // container missing
-			c + "/absent.json",                         // blob missing
-		} {
-			if _, _, err := store.Get(ctx, key); !errors.Is(err, core.ErrNotFound) {
-				t.Errorf("Get(%q) error = %v, want ErrNotFound", key, err)
-			}
-			if _, err := store.OpenBlob(ctx, key); !errors.Is(err, core.ErrNotFound) {
-				t.Errorf("OpenBlob(%q) error = %v, want ErrNotFound", key, err)
-			}
-		}
-	})
-
-	t.Run("PutConditions", func(t *testing.T) {
-		t.Parallel()
-		ctx := testContext(t)
-		key := uniqueName("put") + "/records/a.json" // container made on demand
-		v1, err := store.Put(ctx, key, []byte(`{"n":1}`), "")
-		if err != nil {
-			t.Fatalf("create: %v", err)
-		}
-		if _, err := store.Put(ctx, key, []byte(`{"n":9}`), ""); !errors.Is(err, core.ErrConflict) {
-			t.Fatalf("create again: error = %v, want ErrConflict", err)
-		}
-		v2, err := store.Put(ctx, key, []byte(`{"n":2}`), v1)
-		if err != nil {
-			t.Fatalf("update at v1: %v", err)
-		}
-		if v2 == v1 {
-			t.Fatalf("update: version stayed %s", v1)
-		}
-		if _, err := store.Put(ctx, key, []byte(`{"n":9}`), v1); !errors.Is(err, core.ErrConflict) {
-			t.Fatalf("update at stale v1: error = %v, want ErrConflict", err)
-		}
-		data, v, err := store.Get(ctx, key)
-		if err != nil {
-			t.Fatalf("Get: %v", err)
-		}
-		if got, want := string(data), `{"n":2}`; got != want || v != v2 {
-			t.Fatalf("Get = %q at %s, want %q at %s", got, v, want, v2)
-		}
-		if _, err := store.Put(ctx, uniqueName("gone")+"/a.json", []byte("x"), v2); !errors.Is(err, core.ErrConflict) {
-			t.Fatalf("update in a missing container: error = %v, want ErrConflict", err)
-		}
-	})
-
-	t.Run("PutRace", func(t *testing.T) {
-		t.Parallel()
-		ctx := testContext(t)
-		key := uniqueName("race") + "/record.json"
-		v0, err := store.Put(ctx, key, []byte("v0"), "")
-		if err != nil {
-			t.Fatalf("create: %v", err)
-		}
-		const writers = 20
-		var wg sync.WaitGroup
-		errs := make([]error, writers)
-		versions := make([]string, writers)
-		for i := range writers {
-			wg.Go(func() {
-				versions[i], errs[i] = store.Put(ctx, key, fmt.Appendf(nil, "writer %d", i), v0)
-			})
-		}
-		wg.Wait()
-		winner := -1
-		for i, err := range errs {
-			switch {
-			case err == nil && winner >= 0:
-				t.Fatalf("writers %d and %d both won", winner, i)
-			case err == nil:
-				winner = i
-			case !errors.Is(err, core.ErrConflict):
-				t.Fatalf("writer %d: error = %v, want nil or ErrConflict", i, err)
-			}
-		}
-		if winner < 0 {
-			t.Fatal("no writer won")
-		}
-		data, v, err := store.Get(ctx, key)
-		if err != nil {
-			t.Fatalf("Get: %v", err)
-		}
-		if got, want := string(data), fmt.Sprintf("writer %d", winner); got != want || v != versions[winner] {
-			t.Fatalf("Get = %q at %s, want %q at %s", got, v, want, versions[winner])
-		}
-	})
-
-	t.Run("BlobStream", func(t *testing.T) {
-		t.Parallel()
-		ctx := testContext(t)
-		key := uniqueName("blobs") + "/results/data"
-		const size = 16 << 20
-		if err := store.WriteBlob(ctx, key, generated(1, size), "application/octet-stream", true); err != nil {
-			t.Fatalf("WriteBlob: %v", err)
-		}
-		err := store.WriteBlob(ctx, key, generated(2, size), "application/octet-stream", true)
-		if !errors.Is(err, core.ErrConflict) {
-			t.Fatalf("WriteBlob create again: error = %v, want ErrConflict", err)
-		}
-		wantSum, _ := digest(t, generated(1, size))
-		rc, err := store.OpenBlob(ctx, key)
-		if err != nil {
-			t.Fatalf("OpenBlob: %v", err)
-		}
-		gotSum, n := digest(t, rc)
-		_ = rc.Close()
-		if n != size || gotSum != wantSum {
-			t.Fatalf("read back %d bytes (sha256 %x), want %d bytes (sha256 %x): the failed create changed it or the stream broke", n, gotSum[:6], size, wantSum[:6])
-		}
-
-		// Without create, WriteBlob replaces.
-		if err := store.WriteBlob(ctx, key, strings.NewReader("small"), "text/plain", false); err != nil {
-			t.Fatalf("WriteBlob replace: %v", err)
-		}
-		rc, err = store.OpenBlob(ctx, key)
-		if err != nil {
-			t.Fatalf("OpenBlob: %v", err)
-		}
-		defer rc.Close()
-		if got, _ := io.ReadAll(rc); string(got) != "small" {
-			t.Fatalf("after replace read %q, want %q", got, "small")
-		}
-	})
 
 	t.Run("InvalidKey", func(t *testing.T) {
 		t.Parallel()

@@ -61,29 +61,6 @@ func TestWriteBlob(t *testing.T) {
 	}
 }
 
-func TestWriteBlobCreateRace(t *testing.T) {
-	ctx := context.Background()
-	s := mustOpen(t, t.TempDir())
-	errs := make(chan error, 20)
-	for i := range cap(errs) {
-		go func() {
-			errs <- s.WriteBlob(ctx, "c/once", strings.NewReader(strings.Repeat("x", i)), "", true)
-		}()
-	}
-	won := 0
-	for range cap(errs) {
-		switch err := <-errs; {
-		case err == nil:
-			won++
-		case !errors.Is(err, core.ErrConflict):
-			t.Errorf("WriteBlob: %v, want ErrConflict", err)
-		}
-	}
-	if won != 1 {
-		t.Errorf("%d creators won, want 1", won)
-	}
-}
-
 // failingReader returns err after n bytes.
 type failingReader struct {
 	n   int

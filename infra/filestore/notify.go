@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"fngateway/core"
 )
 
 // ErrInvalidTopic is wrapped by Notify's error for a topic name that is
@@ -26,6 +28,17 @@ func validTopic(t string) bool {
 	return true
 }
 
+var _ core.TopicChecker = (*Store)(nil)
+
+// CheckTopic reports whether Notify accepts topic: an error wrapping
+// ErrInvalidTopic says what a valid name is when it does not.
+func (s *Store) CheckTopic(topic string) error {
+	if !validTopic(topic) {
+		return fmt.Errorf("topic %q: want 1-63 letters, digits, '-', '_' or '.': %w", topic, ErrInvalidTopic)
+	}
+	return nil
+}
+
 // Notify appends body, which must be JSON, as one line to the topic's file
 // topics/<topic>.jsonl in the store's directory, creating it when missing.
 // The line is compacted JSON, so it holds no newline; concurrent calls
@@ -35,8 +48,8 @@ func (s *Store) Notify(ctx context.Context, topic string, body []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if !validTopic(topic) {
-		return fmt.Errorf("notify: topic %q: want 1-63 letters, digits, '-', '_' or '.': %w", topic, ErrInvalidTopic)
+	if err := s.CheckTopic(topic); err != nil {
+		return fmt.Errorf("notify: %w", err)
 	}
 	var line bytes.Buffer
 	if err := json.Compact(&line, body); err != nil {

@@ -17,6 +17,8 @@ import (
 	"fngateway/core"
 )
 
+var _ core.VisibilityExtender = (*Store)(nil)
+
 const msgSuffix = ".msg"
 
 // validID reports whether id is a message id: 32 lowercase hex digits.
@@ -127,6 +129,11 @@ func (s *Store) Enqueue(ctx context.Context, body []byte, delay time.Duration) e
 // a fresh Receipt and counts in DequeueCount; the change is on disk before
 // Receive returns. It returns an empty slice when none wait. The index is
 // in memory, so polling an idle queue costs no disk access.
+//
+// The deliveries are taken in memory under the queue's lock and written to
+// disk after it is released, so a Receive that syncs many files never
+// holds up Enqueue. A delivery that cannot be written is put back,
+// visible, and left out; Receive fails only if none could be.
 func (s *Store) Receive(ctx context.Context, limit int, visibility time.Duration) ([]core.Message, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -138,8 +145,9 @@ func (s *Store) Receive(ctx context.Context, limit int, visibility time.Duration
 		return nil, fmt.Errorf("receive: visibility %s: want zero or more", visibility)
 	}
 	now := time.Now()
+	type delivery struct{ prev, next messageHeader }
+	var taken []delivery
 	s.qmu.Lock()
-	defer s.qmu.Unlock()
 	var due []*messageHeader
 	for _, h := range s.msgs {
 		if h.VisibleAt <= now.UnixNano() {
@@ -149,27 +157,70 @@ func (s *Store) Receive(ctx context.Context, limit int, visibility time.Duration
 	slices.SortFunc(due, func(a, b *messageHeader) int {
 		return cmp.Or(cmp.Compare(a.VisibleAt, b.VisibleAt), cmp.Compare(a.EnqueuedAt, b.EnqueuedAt), strings.Compare(a.ID, b.ID))
 	})
-	out := []core.Message{}
 	for _, h := range due[:min(len(due), limit)] {
-		body, err := s.readBody(h.ID)
-		if errors.Is(err, fs.ErrNotExist) {
-			delete(s.msgs, h.ID)
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("receive %s: %w", h.ID, err)
-		}
 		next := *h
 		next.Receipt = randomHex(16)
 		next.DequeueCount++
 		next.VisibleAt = now.Add(visibility).UnixNano()
-		if err := s.writeMessage(ctx, &next, body); err != nil {
-			return nil, fmt.Errorf("receive %s: %w", h.ID, err)
-		}
+		taken = append(taken, delivery{prev: *h, next: next})
 		*h = next
-		out = append(out, core.Message{ID: h.ID, Receipt: h.Receipt, Body: body, DequeueCount: h.DequeueCount})
+	}
+	s.qmu.Unlock()
+
+	out := []core.Message{}
+	var firstErr error
+	for _, d := range taken {
+		body, err := s.readBody(d.next.ID)
+		if err == nil {
+			err = s.writeMessage(ctx, &d.next, body)
+		}
+		if err == nil {
+			out = append(out, core.Message{ID: d.next.ID, Receipt: d.next.Receipt, Body: body, DequeueCount: d.next.DequeueCount})
+			continue
+		}
+		s.qmu.Lock()
+		if h, ok := s.msgs[d.next.ID]; ok && h.Receipt == d.next.Receipt {
+			if errors.Is(err, fs.ErrNotExist) {
+				delete(s.msgs, d.next.ID) // completed meanwhile
+			} else {
+				*h = d.prev
+			}
+		}
+		s.qmu.Unlock()
+		if !errors.Is(err, fs.ErrNotExist) && firstErr == nil {
+			firstErr = fmt.Errorf("receive %s: %w", d.next.ID, err)
+		}
+	}
+	if len(out) == 0 && firstErr != nil {
+		return nil, firstErr
 	}
 	return out, nil
+}
+
+// Extend hides the received message m for visibility from now (0: visible
+// again at once), keeping its receipt. The change is made in memory only:
+// on disk the message keeps the visibility of its delivery, so after a
+// restart (its worker gone) it is visible again by then. A message that is
+// gone is an error wrapping core.ErrNotFound; a receipt that is not the
+// latest delivery's, one wrapping core.ErrConflict.
+func (s *Store) Extend(ctx context.Context, m core.Message, visibility time.Duration) (core.Message, error) {
+	if err := ctx.Err(); err != nil {
+		return m, err
+	}
+	if visibility < 0 {
+		return m, fmt.Errorf("extend message %s: visibility %s: want zero or more", m.ID, visibility)
+	}
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	h, ok := s.msgs[m.ID]
+	if !ok {
+		return m, fmt.Errorf("extend message %q: %w", m.ID, core.ErrNotFound)
+	}
+	if m.Receipt == "" || m.Receipt != h.Receipt {
+		return m, fmt.Errorf("extend message %s: receipt is not the latest delivery's: %w", m.ID, core.ErrConflict)
+	}
+	h.VisibleAt = time.Now().Add(visibility).UnixNano()
+	return m, nil
 }
 
 // readBody reads the body of the message id from disk.
@@ -199,18 +250,22 @@ func (s *Store) Complete(ctx context.Context, m core.Message) error {
 		return err
 	}
 	s.qmu.Lock()
-	defer s.qmu.Unlock()
 	h, ok := s.msgs[m.ID]
 	if !ok {
+		s.qmu.Unlock()
 		return fmt.Errorf("complete message %q: %w", m.ID, core.ErrNotFound)
 	}
 	if m.Receipt == "" || m.Receipt != h.Receipt {
+		s.qmu.Unlock()
 		return fmt.Errorf("complete message %s: receipt is not the latest delivery's: %w", m.ID, core.ErrConflict)
 	}
 	if err := os.Remove(s.msgPath(m.ID)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		s.qmu.Unlock()
 		return fmt.Errorf("complete message %s: %w", m.ID, err)
 	}
 	delete(s.msgs, m.ID)
+	s.qmu.Unlock()
+	// The directory is synced outside the lock, which Enqueue needs.
 	if err := syncDir(s.queueDir); err != nil {
 		return fmt.Errorf("complete message %s: %w", m.ID, err)
 	}

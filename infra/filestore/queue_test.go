@@ -121,6 +121,52 @@ func TestQueueVisibilityAndReceipts(t *testing.T) {
 	})
 }
 
+// TestQueueExtend: a heartbeat keeps a received message hidden past its
+// visibility; zero shows it at once; only the latest delivery may extend;
+// on disk the delivery's own visibility stays, so a restart (its worker
+// gone) shows it again by then.
+func TestQueueExtend(t *testing.T) {
+	dir := t.TempDir()
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		const vis = 15 * time.Second
+		s := mustOpen(t, dir)
+		if err := s.Enqueue(ctx, []byte("job"), 0); err != nil {
+			t.Fatal(err)
+		}
+		m := receiveOne(t, s, vis, "job")
+		for range 6 { // a beat every third of the visibility, for 30 s
+			time.Sleep(vis / 3)
+			next, err := s.Extend(ctx, m, vis)
+			if err != nil || next.Receipt != m.Receipt {
+				t.Fatalf("Extend = %+v, %v; want the same receipt", next, err)
+			}
+			receiveNone(t, s)
+		}
+		if next, _ := s.NextVisible(); time.Until(next) != vis {
+			t.Errorf("visible in %v; want %v after the last beat", time.Until(next), vis)
+		}
+		// After a restart the on-disk delivery's visibility holds: 15 s
+		// after the delivery, long past.
+		if next, ok := mustOpen(t, dir).NextVisible(); !ok || next.After(time.Now()) {
+			t.Errorf("after a reopen visible at %v (ok %v); want already", next, ok)
+		}
+		if _, err := s.Extend(ctx, m, 0); err != nil {
+			t.Fatal(err)
+		}
+		again := receiveOne(t, s, vis, "job")
+		if _, err := s.Extend(ctx, m, vis); !errors.Is(err, core.ErrConflict) {
+			t.Errorf("Extend with the earlier delivery's receipt = %v; want ErrConflict", err)
+		}
+		if err := s.Complete(ctx, again); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Extend(ctx, again, vis); !errors.Is(err, core.ErrNotFound) {
+			t.Errorf("Extend after Complete = %v; want ErrNotFound", err)
+		}
+	})
+}
+
 func TestQueueSurvivesReopen(t *testing.T) {
 	dir := t.TempDir()
 	synctest.Test(t, func(t *testing.T) {

@@ -59,6 +59,11 @@ type Store struct {
 
 	// nmu serialises appends to topic files.
 	nmu sync.Mutex
+
+	// sweepMu guards sweepAfter: per swept prefix, the last name examined
+	// by the previous Sweep.
+	sweepMu    sync.Mutex
+	sweepAfter map[string]string
 }
 
 // Open opens the store in dir, creating the directory tree when missing.

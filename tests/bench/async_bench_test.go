@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"fngateway/adapters/httpapi"
+	"fngateway/adapters/local"
 	"fngateway/core"
 	"fngateway/infra/azure"
 	"fngateway/infra/filestore"
@@ -29,8 +30,10 @@ func asyncGateway(tb testing.TB, target string, store core.Store, queue core.Que
 	stats := &core.Stats{}
 	fwd := &core.Forwarder{Transport: transport(), Stats: stats}
 	h := &httpapi.Handler{Settings: s, Forwarder: fwd, Stats: stats, Logger: slog.New(slog.DiscardHandler)}
+	h.Host = local.Caps()
 	h.Async = &core.Async{Store: store, Queue: queue, Forwarder: fwd, Router: core.NewRouter(s),
-		TTL: s.AsyncTTLSecs.D(), Timeout: s.AsyncTimeout.D(), Margin: time.Second, Stats: stats}
+		TTL: s.AsyncTTLSecs.D(), Timeout: s.AsyncTimeout.D(), Margin: time.Second, Stats: stats,
+		TriggerTimeout: trigger, Host: h.Host, Continuations: core.NewContinuations(core.DefaultMaxContinuations)}
 	h.Init()
 	srv := httptest.NewServer(h)
 	tb.Cleanup(srv.Close)

@@ -1,0 +1,185 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// handoffTimeout bounds the durable writes of a hand-off, which go on even
+// if the client leaves meanwhile.
+const handoffTimeout = 10 * time.Second
+
+// errHandedOff is the cause of an in-flight attempt cancelled at the
+// hand-off: its continuation runs from the queue.
+var errHandedOff = errors.New("handed off to the queue")
+
+type forwarded struct {
+	res *Result
+	err error
+}
+
+// close closes the response body, if any.
+func (f forwarded) close() {
+	if f.res != nil && f.res.Response != nil && f.res.Response.Body != nil {
+		f.res.Response.Body.Close()
+	}
+}
+
+// Run forwards req, a request that may go async (CONTRACT §6), and races
+// the backend's answer against the hand-off. Exactly one of its results is
+// set:
+//
+//   - A Result when the backend answered first: the caller relays it in
+//     line and closes its body. The attempt is tied to ctx from then on, as
+//     an ordinary request's is.
+//   - An Accepted, for the 202, once the request is handed off: at
+//     TriggerTimeout after arrival, or earlier at req.Budget.Limit (the
+//     execution limit less the margin), or when the attempts were cut by
+//     that limit. The hand-off is durable (record, body and queue message
+//     written, the Queued notification sent or queued) before Run returns.
+//   - An error otherwise: the attempts' *Error when they ended first (with
+//     ReasonClientGone when ctx ended before the hand-off), or Submit's
+//     *Error when the hand-off could not be made durable.
+//
+// Before anything is forwarded, a client's Idempotency-Key seen before is
+// answered from the idempotency index (Replay): the first submission's
+// Accepted, or a ReasonIdempotencyKeyReused *Error; the backend is not
+// called.
+//
+// Once async, the request lives by the async budget: TTL from arrival and
+// Timeout per attempt.
+//
+// What becomes of the attempt in flight at the hand-off depends on the host
+// and on the instance's load. Where the host may work after answering
+// (Host.WorkAfterAnswer) and a slot of Continuations is free, it goes on in
+// this process and finishes the request itself, holding the claim (its
+// lease renewed by a heartbeat) and the slot until it is done; its queue
+// message is delayed to the lease's end, so a queue worker takes over only
+// if this process dies. Otherwise — a host frozen once it answers (Lambda),
+// no free slot, or a hand-off forced by the execution limit — the attempt
+// is cancelled before Run returns (the backend sees its connection close)
+// and the continuation runs from the queue, sent again with the same
+// Idempotency-Key. The in-process finish stops at Continuations' shutdown:
+// its claim is released and a message left for another instance.
+func (a *Async) Run(ctx context.Context, req *Request, profile *Profile) (*Result, *Accepted, error) {
+	if acc, err := a.Replay(ctx, req, profile); err != nil || acc != nil {
+		return nil, acc, err
+	}
+	if req.Budget.Arrival.IsZero() {
+		req.Budget.Arrival = time.Now()
+	}
+	arrival := req.Budget.Arrival
+	req.Budget.TTL = arrival.Add(a.ttl())
+	req.Budget.Timeout = a.Timeout
+	trigger, atLimit := arrival.Add(a.triggerTimeout()), false
+	if l := req.Budget.Limit; !l.IsZero() && l.Before(trigger) {
+		trigger, atLimit = l, true
+	}
+
+	// The attempt may outlive ctx (it may finish after the 202), so it is
+	// detached from it; until the hand-off, ctx ending ends it too.
+	fctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	unhook := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
+	done := make(chan forwarded, 1)
+	go func() {
+		res, err := a.forwarder().Forward(fctx, req)
+		done <- forwarded{res, err}
+	}()
+	timer := time.NewTimer(time.Until(trigger))
+	defer timer.Stop()
+	var cut *Error // attempts cut by the execution limit: hand off
+	select {
+	case f := <-done:
+		if errors.As(f.err, &cut) && cut.Reason == ReasonFunctionLimit {
+			break
+		}
+		if f.err != nil {
+			cancel(context.Canceled)
+			return nil, nil, f.err
+		}
+		// In line: the response streams to the client under ctx.
+		return f.res, nil, nil
+	case <-ctx.Done():
+		f := <-done // the hook cancelled the attempt
+		f.close()
+		return nil, nil, &Error{Reason: ReasonClientGone, Attempts: attemptsOf(f.err), Err: context.Cause(ctx)}
+	case <-timer.C:
+	}
+
+	var (
+		work    context.Context
+		release = func() {}
+	)
+	inflight := false
+	if cut == nil && !atLimit && a.Host.WorkAfterAnswer {
+		if wctx, rel, ok := a.Continuations.TryStart(); ok {
+			if unhook() {
+				work, release, inflight = wctx, rel, true
+			} else {
+				rel() // the client left at this very moment
+			}
+		}
+	}
+	if !inflight {
+		// Cancelled before the answer: the backend sees it go, and a host
+		// frozen after answering leaves nothing running.
+		cancel(errHandedOff)
+		if cut == nil {
+			defer func() { (<-done).close() }()
+		}
+	}
+	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), handoffTimeout)
+	acc, claim, err := a.Submit(sctx, req, profile, inflight)
+	scancel()
+	if err != nil || claim == nil {
+		// Not durable, or an earlier submission with the same key owns the
+		// request: this attempt is not needed.
+		if inflight {
+			cancel(errHandedOff)
+			(<-done).close()
+			release()
+		}
+		return nil, acc, err
+	}
+	go a.finishInProcess(ctx, claim, work, done, cancel, release)
+	return nil, acc, nil
+}
+
+// finishInProcess waits for the in-flight attempt of claim and ends the
+// claim with its outcome. The attempt stops early when the lease is lost
+// to a queue worker or when work ends (the instance shuts down); either way
+// Finish hands the request on or writes nothing, as its claim allows.
+func (a *Async) finishInProcess(ctx context.Context, claim *Claim, work context.Context, done <-chan forwarded, cancel context.CancelCauseFunc, release func()) {
+	defer release()
+	defer cancel(context.Canceled)
+	stop := context.AfterFunc(work, func() { cancel(context.Cause(work)) })
+	defer stop()
+	var f forwarded
+	select {
+	case f = <-done:
+	case <-claim.Lost():
+		cancel(ErrLeaseLost)
+		f = <-done
+	}
+	if err := a.Finish(context.WithoutCancel(ctx), claim, f.res, f.err); err != nil && !errors.Is(err, ErrLeaseLost) {
+		a.report(ctx, claim.ID(), fmt.Errorf("async %s: finishing in-process: %w", claim.ID(), err))
+	}
+}
+
+func (a *Async) triggerTimeout() time.Duration {
+	if a.TriggerTimeout > 0 {
+		return a.TriggerTimeout
+	}
+	return DefaultTriggerTimeout
+}
+
+// attemptsOf returns the attempts of an *Error, if err is one.
+func attemptsOf(err error) []Attempt {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Attempts
+	}
+	return nil
+}

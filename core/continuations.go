@@ -1,0 +1,167 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+const (
+	// DefaultMaxContinuations is MaxContinuations' default: the
+	// continuations one instance works on at once.
+	DefaultMaxContinuations = 16
+	// DrainGrace is how long an instance that is told to stop (SIGTERM)
+	// lets its continuations in progress run on before it stops them and
+	// releases their claims.
+	DrainGrace = 10 * time.Second
+	// drainWindUp bounds the wait for stopped continuations to release
+	// their claims.
+	drainWindUp = 5 * time.Second
+)
+
+// ErrDraining is the cause with which Continuations.Shutdown ends the
+// continuations still running when its grace is over, and the error of
+// Start once Shutdown has begun.
+var ErrDraining = errors.New("the instance is shutting down")
+
+// Continuations bounds and tracks the continuations one instance works on
+// at once: the in-process finishes after a 202 (Async.Run, on hosts that
+// may work after answering) and the queue deliveries of the local worker
+// draw from the same slots, so the work an instance keeps going after its
+// clients have their answers is bounded by one number, MaxContinuations.
+// A continuation that finds no free slot waits on the queue.
+//
+// Shutdown drains it: no new continuation starts, those in progress get a
+// grace period, and those still running then are stopped (their contexts
+// end with cause ErrDraining) so that they release their claims for another
+// instance to resume at once.
+//
+// Make one with NewContinuations; its methods are safe for concurrent use.
+// A nil *Continuations has no slots: TryStart always fails.
+type Continuations struct {
+	slots   chan struct{}
+	closing chan struct{}
+	work    context.Context
+	abort   context.CancelCauseFunc
+
+	mu      sync.Mutex
+	closed  bool
+	running sync.WaitGroup
+}
+
+// NewContinuations returns a Continuations with max slots (zero or less
+// means DefaultMaxContinuations).
+func NewContinuations(max int) *Continuations {
+	if max <= 0 {
+		max = DefaultMaxContinuations
+	}
+	work, abort := context.WithCancelCause(context.Background())
+	return &Continuations{slots: make(chan struct{}, max), closing: make(chan struct{}), work: work, abort: abort}
+}
+
+// Max returns the number of slots.
+func (c *Continuations) Max() int {
+	if c == nil {
+		return 0
+	}
+	return cap(c.slots)
+}
+
+// Free returns the number of free slots at this moment.
+func (c *Continuations) Free() int {
+	if c == nil {
+		return 0
+	}
+	return cap(c.slots) - len(c.slots)
+}
+
+// TryStart takes a free slot without waiting. It returns the context the
+// continuation runs under (it ends, with cause ErrDraining, only when
+// Shutdown stops the work) and done, which gives the slot back and must be
+// called exactly once. ok is false when no slot is free or Shutdown has
+// begun.
+func (c *Continuations) TryStart() (ctx context.Context, done func(), ok bool) {
+	if c == nil {
+		return nil, nil, false
+	}
+	select {
+	case c.slots <- struct{}{}:
+	default:
+		return nil, nil, false
+	}
+	return c.started()
+}
+
+// Start waits for a free slot until ctx ends or Shutdown begins, and then
+// returns as TryStart does; the error is ctx's, or ErrDraining.
+func (c *Continuations) Start(ctx context.Context) (context.Context, func(), error) {
+	if c == nil {
+		return nil, nil, errors.New("continuations: no slots")
+	}
+	select {
+	case c.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	case <-c.closing:
+		return nil, nil, ErrDraining
+	}
+	wctx, done, ok := c.started()
+	if !ok {
+		return nil, nil, ErrDraining
+	}
+	return wctx, done, nil
+}
+
+// started registers a continuation that holds a slot.
+func (c *Continuations) started() (context.Context, func(), bool) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		<-c.slots
+		return nil, nil, false
+	}
+	c.running.Add(1)
+	c.mu.Unlock()
+	var once sync.Once
+	return c.work, func() {
+		once.Do(func() {
+			<-c.slots
+			c.running.Done()
+		})
+	}, true
+}
+
+// Shutdown stops new continuations from starting and waits for those in
+// progress until ctx ends (the grace period, DrainGrace by convention).
+// Those still running then are stopped, with cause ErrDraining, and given
+// a few seconds to release their claims. It returns nil when every
+// continuation finished within the grace, and an error saying how it ended
+// otherwise. Call it once.
+func (c *Continuations) Shutdown(ctx context.Context) error {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	close(c.closing)
+	idle := make(chan struct{})
+	go func() { c.running.Wait(); close(idle) }()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+	}
+	stopped := len(c.slots)
+	c.abort(ErrDraining)
+	t := time.NewTimer(drainWindUp)
+	defer t.Stop()
+	select {
+	case <-idle:
+		return fmt.Errorf("%w: stopped %d continuations after the grace period; their claims are released", ErrDraining, stopped)
+	case <-t.C:
+		return fmt.Errorf("%w: %d continuations did not wind up within %s; their claims lapse with their leases", ErrDraining, len(c.slots), drainWindUp)
+	}
+}

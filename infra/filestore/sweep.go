@@ -1,0 +1,154 @@
+package filestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"fngateway/core"
+)
+
+// DefaultSweepEvery and DefaultSweepBatch are RunSweeper's defaults: a
+// pass every minute, examining at most 256 records and index entries.
+const (
+	DefaultSweepEvery = time.Minute
+	DefaultSweepBatch = 256
+)
+
+// Sweep deletes what expired async requests left in the store: once a
+// request is past its expiry plus its read grace (core.AsyncReadGrace), its record, request
+// body, result blobs and idempotency index entry (core.AsyncGarbage
+// decides). The cloud stores get the same from lifecycle rules.
+//
+// Work is bounded: one call examines at most batch objects (records and
+// index entries; the names of a directory are listed whole), and the next
+// call continues after the last one examined, starting over once a
+// directory is done. It returns how many objects it deleted. Sweep may
+// run alongside every other method.
+func (s *Store) Sweep(ctx context.Context, now time.Time, batch int) (deleted int, err error) {
+	if batch < 1 {
+		return 0, fmt.Errorf("sweep: batch %d: want at least 1", batch)
+	}
+	s.sweepMu.Lock()
+	defer s.sweepMu.Unlock()
+	if s.sweepAfter == nil {
+		s.sweepAfter = map[string]string{}
+	}
+	for _, prefix := range core.AsyncSweepPrefixes() {
+		if batch == 0 {
+			break
+		}
+		n, examined, err := s.sweepPrefix(ctx, prefix, now, batch)
+		deleted += n
+		batch -= examined
+		if err != nil {
+			return deleted, err
+		}
+	}
+	return deleted, nil
+}
+
+// sweepPrefix examines up to batch objects directly under prefix after
+// the prefix's cursor.
+func (s *Store) sweepPrefix(ctx context.Context, prefix string, now time.Time, batch int) (deleted, examined int, err error) {
+	dir := s.path(strings.TrimSuffix(prefix, "/"))
+	entries, err := os.ReadDir(dir) // sorted by name
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("sweep %s: %w", prefix, err)
+	}
+	after := s.sweepAfter[prefix]
+	start, _ := slices.BinarySearchFunc(entries, after, func(e os.DirEntry, name string) int {
+		return strings.Compare(e.Name(), name)
+	})
+	for _, e := range entries[start:] {
+		if examined == batch {
+			return deleted, examined, nil
+		}
+		name := e.Name()
+		if name == after || strings.HasPrefix(name, ".") || !e.Type().IsRegular() {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return deleted, examined, err
+		}
+		examined++
+		s.sweepAfter[prefix] = name
+		key := prefix + name
+		data, _, err := s.Get(ctx, key)
+		if errors.Is(err, core.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return deleted, examined, fmt.Errorf("sweep: %w", err)
+		}
+		for _, k := range core.AsyncGarbage(key, data, now) {
+			ok, err := s.remove(k)
+			if err != nil {
+				return deleted, examined, fmt.Errorf("sweep: %w", err)
+			}
+			if ok {
+				deleted++
+			}
+		}
+	}
+	s.sweepAfter[prefix] = "" // done: the next pass starts over
+	return deleted, examined, nil
+}
+
+// remove deletes the object at key, if any, and then its directory if
+// that is a request's own (<container>/<id>/…, named by 32 hex digits)
+// and now empty. It reports
+// whether there was an object.
+func (s *Store) remove(key string) (bool, error) {
+	if err := checkKey(key); err != nil {
+		return false, fmt.Errorf("remove: %w", err)
+	}
+	path := s.path(key)
+	mu := s.lock(key)
+	mu.Lock()
+	err := os.Remove(path)
+	mu.Unlock()
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("remove %s: %w", key, err)
+	}
+	if dir := filepath.Dir(path); validID(filepath.Base(dir)) && dir != s.objects {
+		os.Remove(dir) // fails, harmlessly, unless empty
+	}
+	return true, nil
+}
+
+// RunSweeper calls Sweep every interval (zero: DefaultSweepEvery) with
+// batch (zero: DefaultSweepBatch) until ctx ends. A failed pass goes to
+// report, if set, and the next pass tries again.
+func (s *Store) RunSweeper(ctx context.Context, every time.Duration, batch int, report func(error)) {
+	if every <= 0 {
+		every = DefaultSweepEvery
+	}
+	if batch <= 0 {
+		batch = DefaultSweepBatch
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := s.Sweep(ctx, time.Now(), batch); err != nil && ctx.Err() == nil && report != nil {
+			report(err)
+		}
+	}
+}
