@@ -47,9 +47,6 @@ func newAzureFunctions(ctx context.Context, logger *slog.Logger) (*azurefunction
 	if err != nil {
 		return nil, err
 	}
-	if lim.Warning != "" {
-		logger.Warn(lim.Warning)
-	}
 	s, limit, err := loadSettings(lim.Invocation)
 	if err != nil {
 		return nil, err
@@ -57,13 +54,6 @@ func newAzureFunctions(ctx context.Context, logger *slog.Logger) (*azurefunction
 	// FunctionTimeoutSecs, when set, may only shorten the host's limits.
 	lim.Invocation = limit
 	lim.HTTP = min(limit, azurefunctions.HTTPLimit)
-	logger.Info("azure functions host",
-		slog.String("functionTimeout", azurefunctions.FormatTimeSpan(lim.Function)),
-		slog.String("functionTimeoutSource", lim.Source),
-		slog.Int64("httpLimitMs", lim.HTTP.Milliseconds()),
-		slog.Int64("invocationLimitMs", lim.Invocation.Milliseconds()),
-		slog.Bool("async", bool(s.AsyncModeEnabled)))
-
 	stats := &core.Stats{}
 	fwd := &core.Forwarder{Transport: newTransport(), BackoffBase: s.RetryBackoffMs.D(), Stats: stats}
 	h := &httpapi.Handler{Settings: s, Forwarder: fwd, Stats: stats, Logger: logger, Host: azurefunctions.Caps}
@@ -88,6 +78,21 @@ func newAzureFunctions(ctx context.Context, logger *slog.Logger) (*azurefunction
 		srv.Continuations = h.Async
 	}
 	h.Init()
+	// Logged only once start-up can no longer fail: a bad setting is
+	// the process's one line of output.
+	if lim.Warning != "" {
+		logger.Warn(lim.Warning)
+	}
+	ft := azurefunctions.FormatTimeSpan(lim.Function)
+	if lim.Function == 0 {
+		ft = "-1 (unbounded)"
+	}
+	logger.Info("azure functions host",
+		slog.String("functionTimeout", ft),
+		slog.String("functionTimeoutSource", lim.Source),
+		slog.Int64("httpLimitMs", lim.HTTP.Milliseconds()),
+		slog.Int64("invocationLimitMs", lim.Invocation.Milliseconds()),
+		slog.Bool("async", bool(s.AsyncModeEnabled)))
 	return srv, nil
 }
 

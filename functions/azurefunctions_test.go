@@ -129,7 +129,7 @@ func TestAzureAppFiles(t *testing.T) {
 	if got, err := azurefunctions.ContinuationQueue(".", os.LookupEnv); err != nil || got != defaultAzureQueue {
 		t.Errorf("ContinuationQueue = %q, %v; want %q", got, err, defaultAzureQueue)
 	}
-	if "/continuation" != azurefunctions.ContinuationPath {
+	if azurefunctions.ContinuationPath != "/continuation" {
 		t.Errorf("the continuation function's folder and ContinuationPath %q disagree", azurefunctions.ContinuationPath)
 	}
 
