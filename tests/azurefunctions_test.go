@@ -400,3 +400,57 @@ func TestAzureFunctionsBadSettings(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkAzureHandlerStart measures what a cold start costs the handler:
+// from starting the process (built as make package-azure builds it) to the
+// first forwarded request served on the custom-handler port. Run it with
+// go test -run '^$' -bench AzureHandlerStart ./tests/
+func BenchmarkAzureHandlerStart(b *testing.B) {
+	bin := filepath.Join(b.TempDir(), "handler")
+	build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "../functions")
+	build.Env = append(baseEnv(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("building the handler: %v\n%s", err, out)
+	}
+	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	defer be.Close()
+	client := &http.Client{Timeout: 5 * time.Second}
+	var ready time.Duration
+	for b.Loop() {
+		port := freePort(b)
+		cmd := exec.Command(bin)
+		cmd.Env = append(baseEnv(), "FUNCTIONS_CUSTOMHANDLER_PORT="+port, "Hosts="+be.URL,
+			"AzureFunctionsJobHost__functionTimeout=00:05:00", "FUNCTIONS_APP_ROOT_PATH="+appRoot(b))
+		start := time.Now()
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		deadline := start.Add(10 * time.Second)
+		for {
+			resp, err := client.Get("http://127.0.0.1:" + port + "/")
+			if err == nil {
+				resp.Body.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				cmd.Wait()
+				b.Fatal("the handler did not answer the host's ping within 10 s")
+			}
+			time.Sleep(200 * time.Microsecond) // polling the port, as the host does
+		}
+		ready += time.Since(start)
+		req, _ := http.NewRequest("GET", "http://127.0.0.1:"+port+"/first", nil)
+		req.Header.Set("X-Azure-Functions-InvocationId", newInvocationID())
+		resp, err := client.Do(req)
+		if err != nil || resp.StatusCode != 200 {
+			b.Fatalf("first request: %v", err)
+		}
+		resp.Body.Close()
+		b.StopTimer()
+		cmd.Process.Kill()
+		cmd.Wait()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(ready.Microseconds())/float64(b.N)/1000, "ms-to-ping/op")
+}
