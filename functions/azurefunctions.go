@@ -53,7 +53,9 @@ func newAzureFunctions(ctx context.Context, logger *slog.Logger) (*azurefunction
 	}
 	// FunctionTimeoutSecs, when set, may only shorten the host's limits.
 	lim.Invocation = limit
-	lim.HTTP = min(limit, azurefunctions.HTTPLimit)
+	if limit > 0 {
+		lim.HTTP = min(limit, azurefunctions.HTTPLimit)
+	}
 	stats := &core.Stats{}
 	fwd := &core.Forwarder{Transport: newTransport(), BackoffBase: s.RetryBackoffMs.D(), Stats: stats}
 	h := &httpapi.Handler{Settings: s, Forwarder: fwd, Stats: stats, Logger: logger, Host: azurefunctions.Caps}

@@ -176,7 +176,7 @@ func TestAzureFunctionsForwarding(t *testing.T) {
 		t.Errorf("backend calls = %d; want 1", calls.Load())
 	}
 	g.WaitLog(t, 2*time.Second, func(m map[string]any) bool {
-		return m["msg"] == "azure functions host" && m["functionTimeout"] == "00:05:00" && m["httpLimitMs"] == float64(100000)
+		return m["msg"] == "azure functions host" && m["functionTimeout"] == "00:05:00" && m["httpLimitMs"] == float64(230000) && m["invocationLimitMs"] == float64(300000)
 	})
 }
 

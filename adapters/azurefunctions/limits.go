@@ -14,8 +14,9 @@ import (
 	"fngateway/core"
 )
 
-// The Functions host's own numbers, as its ScriptJobHostOptionsSetup and
-// DefaultHttpWorkerService set them.
+// The Functions host's own numbers, as its ScriptJobHostOptionsSetup sets
+// them. (The host's HTTP client towards the handler waits functionTimeout
+// plus a minute, so it never cuts an invocation first.)
 const (
 	// ConsumptionDefault is functionTimeout's default on the Consumption
 	// plan (WEBSITE_SKU=Dynamic); ConsumptionMax its largest value there.
@@ -27,10 +28,6 @@ const (
 	// HTTPLimit caps an HTTP-triggered invocation: the front end's load
 	// balancer drops a request that has not answered within 230 s.
 	HTTPLimit = 230 * time.Second
-	// HandlerClientLimit caps every invocation of a custom handler: the
-	// host calls the handler with a .NET HttpClient built with its default
-	// Timeout of 100 s, and fails the invocation when it elapses.
-	HandlerClientLimit = 100 * time.Second
 )
 
 // Setting names read from the environment.
@@ -46,11 +43,11 @@ type Limits struct {
 	// Function is functionTimeout as the host applies it (zero when
 	// unbounded).
 	Function time.Duration
-	// Invocation bounds a queue-triggered invocation: Function, capped by
-	// HandlerClientLimit.
+	// Invocation bounds a queue-triggered invocation: Function (or
+	// FunctionTimeoutSecs, when shorter); zero when unbounded.
 	Invocation time.Duration
 	// HTTP bounds an HTTP-triggered invocation: Invocation, capped by
-	// HTTPLimit.
+	// HTTPLimit. Never zero.
 	HTTP time.Duration
 	// Source says where Function came from, for the start-up log line.
 	Source string
@@ -110,11 +107,11 @@ func LoadLimits(lookup func(string) (string, bool)) (Limits, error) {
 		}
 		l.Function, l.Source = d, source
 	}
-	l.Invocation = HandlerClientLimit
-	if l.Function > 0 && l.Function < HandlerClientLimit {
-		l.Invocation = l.Function
+	l.Invocation = l.Function
+	l.HTTP = HTTPLimit
+	if l.Invocation > 0 {
+		l.HTTP = min(l.Invocation, HTTPLimit)
 	}
-	l.HTTP = min(l.Invocation, HTTPLimit)
 	return l, nil
 }
 

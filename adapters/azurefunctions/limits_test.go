@@ -94,10 +94,10 @@ func TestLoadLimits(t *testing.T) {
 	}{
 		{"app setting overrides host.json", map[string]string{envFunctionTimeout: "00:00:03", envAppRoot: root}, 3 * time.Second, 3 * time.Second, 3 * time.Second, false},
 		{"host.json", map[string]string{envAppRoot: root}, 45 * time.Second, 45 * time.Second, 45 * time.Second, false},
-		{"long: capped by the host's client and the load balancer", map[string]string{envFunctionTimeout: "00:10:00"}, 10 * time.Minute, HandlerClientLimit, HandlerClientLimit, false},
-		{"unbounded on Flex", map[string]string{envFunctionTimeout: "-1", envSKU: "FlexConsumption"}, 0, HandlerClientLimit, HandlerClientLimit, false},
-		{"Consumption default", map[string]string{envSKU: "Dynamic", envAppRoot: noTimeout}, ConsumptionDefault, HandlerClientLimit, HandlerClientLimit, true},
-		{"Flex default", map[string]string{envSKU: "FlexConsumption"}, PlanDefault, HandlerClientLimit, HandlerClientLimit, true},
+		{"HTTP capped by the load balancer", map[string]string{envFunctionTimeout: "00:10:00"}, 10 * time.Minute, 10 * time.Minute, HTTPLimit, false},
+		{"unbounded on Flex", map[string]string{envFunctionTimeout: "-1", envSKU: "FlexConsumption"}, 0, 0, HTTPLimit, false},
+		{"Consumption default", map[string]string{envSKU: "Dynamic", envAppRoot: noTimeout}, ConsumptionDefault, ConsumptionDefault, HTTPLimit, true},
+		{"Flex default", map[string]string{envSKU: "FlexConsumption"}, PlanDefault, PlanDefault, HTTPLimit, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
