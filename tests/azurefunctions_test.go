@@ -180,7 +180,7 @@ func TestAzureFunctionsForwarding(t *testing.T) {
 	})
 }
 
-// hangingBackend hangs its first call until the gateway cancels it, and
+// hangingBackend hangs its first calls until the gateway cancels them, and
 // answers the others at once with a body naming the path and body.
 type hangingBackend struct {
 	*httptest.Server
@@ -188,11 +188,11 @@ type hangingBackend struct {
 	cancelled chan time.Duration
 }
 
-func newHangingBackend(tb testing.TB) *hangingBackend {
-	b := &hangingBackend{cancelled: make(chan time.Duration, 1)}
+func newHangingBackend(tb testing.TB, hang int64) *hangingBackend {
+	b := &hangingBackend{cancelled: make(chan time.Duration, hang)}
 	b.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		if b.calls.Add(1) == 1 {
+		if b.calls.Add(1) <= hang {
 			start := time.Now()
 			select {
 			case <-r.Context().Done():
@@ -225,7 +225,7 @@ func (b *hangingBackend) waitCancelled(tb testing.TB, within time.Duration) time
 // limit less the 1 s margin), not a dropped connection, and the backend
 // sees its request cancelled.
 func TestAzureFunctionsLimit504(t *testing.T) {
-	be := newHangingBackend(t)
+	be := newHangingBackend(t, 1)
 	g := StartAzureHandler(t, map[string]string{"Hosts": be.URL, "AzureFunctionsJobHost__functionTimeout": "00:00:03"})
 	resp, body, took := Forward(t, g, "GET", "/slow", map[string]string{"S7PTTL": "60"}, "")
 	if resp.StatusCode != 504 {
@@ -244,15 +244,17 @@ func TestAzureFunctionsLimit504(t *testing.T) {
 
 // TestAzureFunctionsAsync runs an async request end to end on the Azure
 // host, against Azurite: 202 before the 3 s limit while the backend hangs
-// (cancelled at the hand-off's checkpoint), the continuation message read
-// from the queue and delivered as the queue trigger would, the status URI's
-// 303 to a SAS URL with the exact body; then the same message delivered
-// again (DequeueCount 2, as an object), a malformed one and one for an
-// unknown request: each answered as the queue needs, none adding a backend
-// call or changing the result.
+// (cancelled at the hand-off's checkpoint); the continuation message read
+// from the queue and delivered as the queue trigger would, its invocation
+// bounded by the same limit (the backend still hangs: checkpointed again,
+// answered 200 before 3 s, a fresh message enqueued); that message
+// delivered, the status URI's 303 to a SAS URL with the exact body; then
+// the same message delivered again (DequeueCount 2, as an object), a
+// malformed one and one for an unknown request: each answered as the queue
+// needs, none adding a backend call or changing the result.
 func TestAzureFunctionsAsync(t *testing.T) {
 	az := emulators.StartAzurite(t)
-	be := newHangingBackend(t)
+	be := newHangingBackend(t, 2)
 	g := StartAzureHandler(t, map[string]string{
 		"Hosts":                                  be.URL,
 		"AsyncModeEnabled":                       "true",
@@ -289,29 +291,54 @@ func TestAzureFunctionsAsync(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	var msg core.Message
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		msgs, err := q.Receive(ctx, 1, 30*time.Second)
-		if err != nil {
-			t.Fatal(err)
+	receive := func() core.Message {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			msgs, err := q.Receive(ctx, 1, 30*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(msgs) == 1 {
+				if want := `{"v":1,"id":"` + acc.ID + `"}`; string(msgs[0].Body) != want {
+					t.Errorf("message = %q; want %q", msgs[0].Body, want)
+				}
+				return msgs[0]
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("no continuation message on gateway-continuations within 10 s")
+			}
+			time.Sleep(100 * time.Millisecond) // polling the queue, as the trigger does
 		}
-		if len(msgs) == 1 {
-			msg = msgs[0]
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no continuation message on gateway-continuations within 10 s")
-		}
-		time.Sleep(100 * time.Millisecond) // polling the queue, as the trigger does
 	}
-	if want := `{"v":1,"id":"` + acc.ID + `"}`; string(msg.Body) != want {
-		t.Errorf("message = %q; want %q", msg.Body, want)
+	// First delivery: the backend hangs again; the invocation is cut
+	// before the 3 s limit, checkpointed, and settled.
+	first := receive()
+	start := time.Now()
+	if got := DeliverContinuation(t, g, string(first.Body), false, first.DequeueCount); got != 200 {
+		t.Fatalf("continuation = %d; want 200 (checkpointed)", got)
 	}
+	if took := time.Since(start); took >= 3*time.Second {
+		t.Errorf("the continuation invocation took %v; want it answered before the 3 s limit", took)
+	}
+	be.waitCancelled(t, 3*time.Second)
+	if err := q.Complete(ctx, first); err != nil { // the host deletes a settled message
+		t.Fatal(err)
+	}
+	resp, body, _ = Do(t, "GET", acc.StatusURI, nil, "")
+	var st struct {
+		Status      string `json:"status"`
+		Checkpoints int    `json:"checkpoints"`
+	}
+	if resp.StatusCode/100 != 2 || json.Unmarshal(body, &st) != nil || st.Checkpoints != 2 || st.Status == "succeeded" {
+		t.Errorf("status = %d %s; want pending with 2 checkpoints", resp.StatusCode, body)
+	}
+	// The checkpoint's message: this time the backend answers.
+	msg := receive()
 	if got := DeliverContinuation(t, g, string(msg.Body), false, msg.DequeueCount); got != 200 {
 		t.Fatalf("continuation = %d; want 200", got)
 	}
-	if err := q.Complete(ctx, msg); err != nil { // the host deletes a settled message
+	if err := q.Complete(ctx, msg); err != nil {
 		t.Fatal(err)
 	}
 
@@ -325,8 +352,8 @@ func TestAzureFunctionsAsync(t *testing.T) {
 	}
 	_, hb, _ := Do(t, "GET", acc.HeaderBlobURI, nil, "")
 	calls := be.calls.Load()
-	if calls != 2 {
-		t.Errorf("backend calls = %d; want 2 (the cut attempt, the continuation)", calls)
+	if calls != 3 {
+		t.Errorf("backend calls = %d; want 3 (the attempts cut at the hand-off and in the first continuation, the last)", calls)
 	}
 
 	cases := []struct {
