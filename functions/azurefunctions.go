@@ -39,6 +39,7 @@ func runAzureFunctions(ctx context.Context, logger *slog.Logger, stderr io.Write
 // custom handler. Only the queue trigger delivers continuations on this
 // host: no queue worker runs in-process.
 func newAzureFunctions(ctx context.Context, logger *slog.Logger) (*azurefunctions.Server, error) {
+	logger = slog.New(azurefunctions.LogHandler(logger.Handler()))
 	port := os.Getenv("FUNCTIONS_CUSTOMHANDLER_PORT")
 	if n, err := strconv.Atoi(strings.TrimSpace(port)); err != nil || n < 1 || n > 65535 {
 		return nil, &core.SettingError{Name: "FUNCTIONS_CUSTOMHANDLER_PORT", Value: port, Want: "want a TCP port number (1-65535), as the Functions host sets it"}

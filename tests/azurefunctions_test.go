@@ -153,7 +153,7 @@ func TestAzureFunctionsForwarding(t *testing.T) {
 	if resp.StatusCode != 200 || calls.Load() != 0 {
 		t.Errorf("ping = %d %s, backend calls %d; want 200 from the handler itself", resp.StatusCode, body, calls.Load())
 	}
-	resp, body, _ = Forward(t, g, "GET", "/api/hello?x=1", nil, "")
+	resp, body, _ = Forward(t, g, "GET", "/api/hello?x=1", map[string]string{"X-Azure-Functions-InvocationId": "inv-e2e-1"}, "")
 	if resp.StatusCode != 200 || string(body) != "hello /api/hello?x=1" {
 		t.Errorf("forwarded = %d %q; want 200 from the backend", resp.StatusCode, body)
 	}
@@ -175,6 +175,10 @@ func TestAzureFunctionsForwarding(t *testing.T) {
 	if calls.Load() != 1 {
 		t.Errorf("backend calls = %d; want 1", calls.Load())
 	}
+	// The request's log line carries the host's invocation id.
+	g.WaitLog(t, 2*time.Second, func(m map[string]any) bool {
+		return m["msg"] == "request" && m["path"] == "/api/hello" && m["invocationId"] == "inv-e2e-1"
+	})
 	g.WaitLog(t, 2*time.Second, func(m map[string]any) bool {
 		return m["msg"] == "azure functions host" && m["functionTimeout"] == "00:05:00" && m["httpLimitMs"] == float64(230000) && m["invocationLimitMs"] == float64(300000)
 	})

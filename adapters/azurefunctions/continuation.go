@@ -104,7 +104,7 @@ type invokeResponse struct {
 //   - an envelope or message that cannot be decoded: 400 / 422, logged
 //     whole, so it ends in the poison queue, kept for an operator;
 //   - async off, a store or queue error: 503, delivered again.
-func (s *Server) serveContinuation(w http.ResponseWriter, r *http.Request, arrival time.Time, invocation string) {
+func (s *Server) serveContinuation(w http.ResponseWriter, r *http.Request, arrival time.Time) {
 	log := s.logger()
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -120,7 +120,7 @@ func (s *Server) serveContinuation(w http.ResponseWriter, r *http.Request, arriv
 	if err == nil {
 		inv, err = DecodeInvocation(body)
 	}
-	attrs := []slog.Attr{slog.String("invocationId", invocation)}
+	var attrs []slog.Attr
 	if err != nil {
 		log.LogAttrs(ctx, slog.LevelError, "undecodable continuation invocation", append(attrs,
 			slog.String("body", base64.StdEncoding.EncodeToString(body[:min(len(body), 8<<10)])), slog.String("err", err.Error()))...)

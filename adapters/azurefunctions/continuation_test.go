@@ -1,8 +1,11 @@
 package azurefunctions
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
+	"strings"
 	"testing"
 )
 
@@ -112,4 +115,17 @@ func must(b []byte, err error) []byte {
 		panic(err)
 	}
 	return b
+}
+
+func TestLogHandler(t *testing.T) {
+	var buf strings.Builder
+	log := slog.New(LogHandler(slog.NewJSONHandler(&buf, nil))).With("host", "az")
+	ctx := withInvocation(context.Background(), "inv-1")
+	log.InfoContext(ctx, "with")
+	log.InfoContext(context.Background(), "without")
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `"invocationId":"inv-1"`) || !strings.Contains(lines[0], `"host":"az"`) ||
+		strings.Contains(lines[1], "invocationId") {
+		t.Errorf("log lines = %q; want the invocation id on the first only", lines)
+	}
 }

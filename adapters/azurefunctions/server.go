@@ -75,7 +75,8 @@ type Server struct {
 	// Limits bound each invocation; zero fields bound nothing.
 	Limits Limits
 	// Logger receives start-up lines and one line per continuation. Nil
-	// discards.
+	// discards. Wrap its handler with LogHandler to have the host's
+	// invocationId on every line logged with a request's context.
 	Logger *slog.Logger
 	// Ready, if set, is called with the bound address once listening.
 	Ready func(addr net.Addr)
@@ -125,9 +126,10 @@ func (s *Server) Run(ctx context.Context) error {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	arrival := time.Now()
 	invocation := r.Header.Get(headerInvocationID)
+	r = r.WithContext(withInvocation(r.Context(), invocation))
 	switch {
 	case r.URL.Path == ContinuationPath:
-		s.serveContinuation(w, r, arrival, invocation)
+		s.serveContinuation(w, r, arrival)
 	case invocation == "" && r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead):
 		// The host's readiness ping (GET / without invocation headers):
 		// answered here, never forwarded to a backend.
