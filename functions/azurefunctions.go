@@ -44,7 +44,7 @@ func newAzureFunctions(ctx context.Context, logger *slog.Logger) (*azurefunction
 	if n, err := strconv.Atoi(strings.TrimSpace(port)); err != nil || n < 1 || n > 65535 {
 		return nil, &core.SettingError{Name: "FUNCTIONS_CUSTOMHANDLER_PORT", Value: port, Want: "want a TCP port number (1-65535), as the Functions host sets it"}
 	}
-	lim, err := azurefunctions.LoadLimits(os.LookupEnv)
+	lim, err := azurefunctions.LoadLimits(azurefunctions.LookupEnv)
 	if err != nil {
 		return nil, err
 	}

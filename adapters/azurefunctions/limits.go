@@ -248,3 +248,19 @@ func FormatTimeSpan(d time.Duration) string {
 	}
 	return s
 }
+
+// LookupEnv reads an app setting as the Functions host does: by exact name,
+// else by the same name in any case (.NET configuration keys are
+// case-insensitive, so AZUREFUNCTIONSJOBHOST__FUNCTIONTIMEOUT counts too).
+func LookupEnv(name string) (string, bool) {
+	if v, ok := os.LookupEnv(name); ok {
+		return v, true
+	}
+	for _, kv := range os.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		if strings.EqualFold(k, name) {
+			return v, true
+		}
+	}
+	return "", false
+}

@@ -134,3 +134,18 @@ func TestLoadLimits(t *testing.T) {
 		})
 	}
 }
+
+func TestLookupEnv(t *testing.T) {
+	t.Setenv("AZUREFUNCTIONSJOBHOST__FUNCTIONTIMEOUT", "00:00:07")
+	v, ok := LookupEnv(envFunctionTimeout)
+	if !ok || v != "00:00:07" {
+		t.Errorf("LookupEnv = %q, %v; want the upper-case setting", v, ok)
+	}
+	l, err := LoadLimits(LookupEnv)
+	if err != nil || l.Function != 7*time.Second {
+		t.Errorf("LoadLimits = %+v, %v; want 7 s", l, err)
+	}
+	if _, ok := LookupEnv("FNGATEWAY_SURELY_UNSET"); ok {
+		t.Error("LookupEnv found an unset name")
+	}
+}
