@@ -172,6 +172,20 @@ func TestAzureFunctionsForwarding(t *testing.T) {
 	if got := DeliverContinuation(t, g, `{"v":1,"id":"0123456789abcdef0123456789abcdef"}`, false, 1); got/100 == 2 {
 		t.Errorf("continuation with async off = %d; want a failure the queue retries", got)
 	}
+	// Bodies that are not the host's envelope fail with 400, logged.
+	for name, body := range map[string]string{
+		"not JSON":      "continue",
+		"no Data":       `{"Metadata":{"DequeueCount":1}}`,
+		"over 64 KiB":   `{"Data":{"message":"` + strings.Repeat("a", 70<<10) + `"}}`,
+		"a number":      `{"Data":{"message":7}}`,
+		"wrong binding": `{"Data":{"myQueueItem":"x"}}`,
+	} {
+		resp, out, _ := Forward(t, g, "POST", "/continuation", map[string]string{"Content-Type": "application/json"}, body)
+		if resp.StatusCode != 400 || !strings.Contains(string(out), `"Logs":["bad continuation invocation`) {
+			t.Errorf("%s: continuation = %d %.200s; want 400 with the reason in Logs", name, resp.StatusCode, out)
+		}
+	}
+	g.WaitLog(t, 2*time.Second, func(m map[string]any) bool { return m["msg"] == "undecodable continuation invocation" })
 	if calls.Load() != 1 {
 		t.Errorf("backend calls = %d; want 1", calls.Load())
 	}

@@ -60,6 +60,8 @@ type Continuer interface {
 	Process(ctx context.Context, msg []byte) error
 }
 
+var _ Continuer = (*core.Async)(nil)
+
 // Server serves the Functions host's invocations. Set its fields, then
 // call Run once. The zero value is not usable: set Addr and Gateway.
 type Server struct {
