@@ -158,6 +158,11 @@ func TestAzureFunctionsForwarding(t *testing.T) {
 		t.Errorf("forwarded = %d %q; want 200 from the backend", resp.StatusCode, body)
 	}
 	r := <-seen
+	// A client's GET / comes with the invocation headers: it is forwarded.
+	if resp, body, _ := Forward(t, g, "GET", "/", nil, ""); resp.StatusCode != 200 || string(body) != "hello /?" {
+		t.Errorf("forwarded GET / = %d %q; want the backend's answer", resp.StatusCode, body)
+	}
+	<-seen
 	for k := range r.Header {
 		if strings.HasPrefix(strings.ToLower(k), "x-azure-functions-") {
 			t.Errorf("the backend got the host's header %s", k)
@@ -186,8 +191,8 @@ func TestAzureFunctionsForwarding(t *testing.T) {
 		}
 	}
 	g.WaitLog(t, 2*time.Second, func(m map[string]any) bool { return m["msg"] == "undecodable continuation invocation" })
-	if calls.Load() != 1 {
-		t.Errorf("backend calls = %d; want 1", calls.Load())
+	if calls.Load() != 2 {
+		t.Errorf("backend calls = %d; want 2", calls.Load())
 	}
 	// The request's log line carries the host's invocation id.
 	g.WaitLog(t, 2*time.Second, func(m map[string]any) bool {
