@@ -11,12 +11,25 @@ NODE_VERSION := 22.23.5
 AZURITE_VERSION := 3.37.0
 TFLINT_VERSION := v0.64.0
 
-.PHONY: all build test check vet fmt lint tflint unit tools bench bench-wrk fuzz demo clean
+.PHONY: all build test check vet fmt lint tflint unit tools bench bench-wrk fuzz demo clean package-azure
 
 all: build
 
 build:
 	go build -o bin/gateway ./functions
+
+## package-azure: the Azure Functions app as a zip that deploys as is: host.json at the root, one folder per
+## function, and the custom handler built for linux/amd64 as `handler` (host.json's defaultExecutablePath).
+AZURE_APP := dist/azure-functionapp
+package-azure:
+	rm -rf $(AZURE_APP) $(AZURE_APP).zip
+	mkdir -p $(AZURE_APP)/gateway $(AZURE_APP)/continuation
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -ldflags='-s -w' -o $(AZURE_APP)/handler ./functions
+	cp functions/host.json $(AZURE_APP)/
+	cp functions/gateway/function.json $(AZURE_APP)/gateway/
+	cp functions/continuation/function.json $(AZURE_APP)/continuation/
+	cd $(AZURE_APP) && zip -q -X -r ../azure-functionapp.zip host.json handler gateway continuation
+	@ls -l $(AZURE_APP).zip
 
 demo:
 	go run ./functions --demo
@@ -87,4 +100,4 @@ fuzz:
 	done
 
 clean:
-	rm -rf bin .tools .gateway-data
+	rm -rf bin dist .tools .gateway-data

@@ -8,6 +8,10 @@ import (
 	"fngateway/infra/azure"
 )
 
+// defaultAzureQueue is AsyncQueue's default for AsyncStore=azure, and the
+// queue functions/continuation/function.json is triggered by.
+const defaultAzureQueue = "gateway-continuations"
+
 type azureParts struct {
 	store    core.Store
 	queue    core.Queue
@@ -41,7 +45,7 @@ func openAzure(_ context.Context, s *core.Settings) (*azureParts, error) {
 	}
 	name := s.AsyncQueue
 	if name == "" {
-		name = "gateway-continuations"
+		name = defaultAzureQueue
 	}
 	q, err := acct.Queue(name)
 	if err != nil {

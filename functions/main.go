@@ -56,8 +56,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "functions: AWS_LAMBDA_RUNTIME_API is set, but this build has no Lambda host yet; run it without that variable for the local host")
 		return 1
 	case os.Getenv("FUNCTIONS_CUSTOMHANDLER_PORT") != "":
-		fmt.Fprintln(stderr, "functions: FUNCTIONS_CUSTOMHANDLER_PORT is set, but this build has no Azure Functions host yet; run it without that variable for the local host")
-		return 1
+		return runAzureFunctions(ctx, logger, stderr)
 	}
 	var demoBackends *demoSet
 	if demo {

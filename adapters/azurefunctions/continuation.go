@@ -1,0 +1,166 @@
+package azurefunctions
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"fngateway/core"
+)
+
+// BindingName is the queue trigger's binding name in
+// continuation/function.json: the key of the message in the invocation's
+// Data.
+const BindingName = "message"
+
+// maxInvocationBytes bounds a continuation invocation's body: a message is
+// at most 4 KiB (core's limit; real ones are ~60 bytes) and the metadata
+// a few hundred bytes.
+const maxInvocationBytes = 64 << 10
+
+// ErrBadInvocation is wrapped by DecodeInvocation's errors: the body is not
+// the host's queue-trigger envelope.
+var ErrBadInvocation = errors.New("bad continuation invocation")
+
+// Invocation is what a queue-triggered invocation carries.
+type Invocation struct {
+	// Message is the queue message's text (the host has already decoded
+	// the queue's base64).
+	Message []byte
+	// MessageID and DequeueCount are the message's, from Metadata.
+	MessageID    string
+	DequeueCount int
+}
+
+// DecodeInvocation reads the host's request payload for a queue-triggered
+// custom-handler function:
+//
+//	{"Data":{"message":"{\"v\":1,\"id\":\"…\"}"},
+//	 "Metadata":{"DequeueCount":1,"Id":"…","PopReceipt":"…","sys":{…},…}}
+//
+// The message text arrives as a JSON string, or, when the text is itself
+// JSON, possibly as that JSON value: an object is taken as the message's
+// text. Any other shape is an error wrapping ErrBadInvocation.
+func DecodeInvocation(body []byte) (Invocation, error) {
+	var env struct {
+		Data     map[string]json.RawMessage `json:"Data"`
+		Metadata struct {
+			DequeueCount json.RawMessage `json:"DequeueCount"`
+			ID           string          `json:"Id"`
+		} `json:"Metadata"`
+	}
+	if err := json.Unmarshal(body, &env); err != nil {
+		return Invocation{}, fmt.Errorf("%w: %v", ErrBadInvocation, err)
+	}
+	raw, ok := env.Data[BindingName]
+	if !ok {
+		return Invocation{}, fmt.Errorf("%w: no Data.%s", ErrBadInvocation, BindingName)
+	}
+	inv := Invocation{MessageID: env.Metadata.ID}
+	if n := bytes.Trim(env.Metadata.DequeueCount, `" `); len(n) > 0 {
+		c, err := strconv.Atoi(string(n))
+		if err != nil || c < 0 {
+			return Invocation{}, fmt.Errorf("%w: Metadata.DequeueCount %.20q is not a count", ErrBadInvocation, n)
+		}
+		inv.DequeueCount = c
+	}
+	raw = bytes.TrimSpace(raw)
+	switch {
+	case len(raw) > 0 && raw[0] == '"':
+		var text string
+		if err := json.Unmarshal(raw, &text); err != nil {
+			return Invocation{}, fmt.Errorf("%w: Data.%s: %v", ErrBadInvocation, BindingName, err)
+		}
+		inv.Message = []byte(text)
+	case len(raw) > 0 && raw[0] == '{':
+		inv.Message = raw
+	default:
+		return Invocation{}, fmt.Errorf("%w: Data.%s is %.20q; want the message text as a string or an object", ErrBadInvocation, BindingName, raw)
+	}
+	return inv, nil
+}
+
+// invokeResponse is the custom handler's response payload.
+type invokeResponse struct {
+	Outputs     map[string]any `json:"Outputs"`
+	Logs        []string       `json:"Logs"`
+	ReturnValue any            `json:"ReturnValue"`
+}
+
+// serveContinuation runs one queue-triggered invocation. A 2xx settles the
+// message; anything else fails the invocation and the host delivers the
+// message again (after host.json's visibilityTimeout), then moves it to
+// the poison queue after maxDequeueCount deliveries:
+//
+//   - done, or a message for an unknown or finished request: 200;
+//   - an envelope or message that cannot be decoded: 400 / 422, logged
+//     whole, so it ends in the poison queue, kept for an operator;
+//   - async off, a store or queue error: 503, delivered again.
+func (s *Server) serveContinuation(w http.ResponseWriter, r *http.Request, arrival time.Time) {
+	log := s.logger()
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		s.answer(w, http.StatusMethodNotAllowed, ContinuationPath+" is the continuation function's: it answers POST from the Functions host")
+		return
+	}
+	ctx := r.Context()
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxInvocationBytes+1))
+	if err == nil && len(body) > maxInvocationBytes {
+		err = fmt.Errorf("%w: body over %d bytes", ErrBadInvocation, maxInvocationBytes)
+	}
+	var inv Invocation
+	if err == nil {
+		inv, err = DecodeInvocation(body)
+	}
+	var attrs []slog.Attr
+	if err != nil {
+		log.LogAttrs(ctx, slog.LevelError, "undecodable continuation invocation", append(attrs,
+			slog.String("body", base64.StdEncoding.EncodeToString(body[:min(len(body), 8<<10)])), slog.String("err", err.Error()))...)
+		s.answer(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	attrs = append(attrs, slog.String("messageId", inv.MessageID), slog.Int("dequeueCount", inv.DequeueCount))
+	if s.Continuations == nil {
+		msg := "async is off (AsyncModeEnabled=false): the continuation is left to the queue's retries and poison queue"
+		log.LogAttrs(ctx, slog.LevelError, "continuation not run", append(attrs, slog.String("err", msg))...)
+		s.answer(w, http.StatusServiceUnavailable, msg)
+		return
+	}
+	if s.Limits.Invocation > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, arrival.Add(s.Limits.Invocation))
+		defer cancel()
+	}
+	err = s.Continuations.Process(ctx, inv.Message)
+	attrs = append(attrs, slog.Int64("durationMs", time.Since(arrival).Milliseconds()))
+	switch {
+	case err == nil:
+		log.LogAttrs(ctx, slog.LevelInfo, "continuation", append(attrs, slog.Int("status", http.StatusOK))...)
+		s.answer(w, http.StatusOK, "continuation message "+inv.MessageID+" settled")
+	case errors.Is(err, core.ErrBadMessage):
+		log.LogAttrs(ctx, slog.LevelError, "undecodable continuation message", append(attrs,
+			slog.Int("status", http.StatusUnprocessableEntity),
+			slog.String("body", base64.StdEncoding.EncodeToString(inv.Message)), slog.String("err", err.Error()))...)
+		s.answer(w, http.StatusUnprocessableEntity, err.Error())
+	default:
+		log.LogAttrs(ctx, slog.LevelWarn, "continuation failed; the queue will deliver it again", append(attrs,
+			slog.Int("status", http.StatusServiceUnavailable), slog.String("err", err.Error()))...)
+		s.answer(w, http.StatusServiceUnavailable, err.Error())
+	}
+}
+
+// answer writes the response payload the host expects, with one log line.
+func (s *Server) answer(w http.ResponseWriter, status int, line string) {
+	b, _ := json.Marshal(invokeResponse{Outputs: map[string]any{}, Logs: []string{line}, ReturnValue: nil})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(b)
+}

@@ -1,0 +1,153 @@
+// Package azurefunctions is the Azure Functions host: the gateway as a
+// custom handler (the Functions host runs the binary and calls it over
+// HTTP on 127.0.0.1:FUNCTIONS_CUSTOMHANDLER_PORT).
+//
+// Two functions are declared in the app files (functions/host.json,
+// functions/gateway/function.json, functions/continuation/function.json):
+//
+//   - gateway: an HTTP trigger on every path, with host.json's
+//     customHandler.enableForwardingHttpRequest set and an empty route
+//     prefix, so the client's request arrives on its own path and method,
+//     headers and body unchanged, and the handler's answer goes back to the
+//     client as is. The Server passes it to the shared HTTP face with the
+//     invocation's execution limit as its context's deadline.
+//   - continuation: a queue trigger on the continuation queue. The host
+//     POSTs /continuation with the message in a JSON envelope and settles
+//     the message on a 2xx answer; any other status fails the invocation,
+//     and the host delivers the message again, up to maxDequeueCount, then
+//     moves it to <queue>-poison.
+//
+// Nothing tells a custom handler its timeout, and an invocation that
+// overruns it makes the host restart the whole handler process. So the
+// Server bounds every invocation itself (see Limits) and the gateway
+// always answers first.
+package azurefunctions
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"fngateway/core"
+)
+
+// Caps are what this host can do: the process runs on after answering,
+// but the Functions host neither knows of nor waits for that work, so the
+// queued continuation stays the guarantee; responses are buffered whole by
+// the host, and connections cannot be upgraded.
+var Caps = core.HostCaps{Name: "azurefunctions", WorkAfterAnswer: true, Upgrade: false, Stream: false}
+
+// ContinuationPath is where the host invokes the continuation function: a
+// custom handler's non-HTTP function is called as POST /<function name>.
+// On this host the path is reserved (CONTRACT §1): it never reaches a
+// backend, whatever the method.
+const ContinuationPath = "/continuation"
+
+// Headers the host adds to every invocation it sends the handler.
+const (
+	headerInvocationID = "X-Azure-Functions-Invocationid"
+	headerHostVersion  = "X-Azure-Functions-Hostversion"
+)
+
+// Continuer runs one continuation message: core.Async's Process. It
+// returns nil when the message is done with, an error wrapping
+// core.ErrBadMessage when it cannot be decoded, and any other error when
+// the queue should deliver it again.
+type Continuer interface {
+	Process(ctx context.Context, msg []byte) error
+}
+
+var _ Continuer = (*core.Async)(nil)
+
+// Server serves the Functions host's invocations. Set its fields, then
+// call Run once. The zero value is not usable: set Addr and Gateway.
+type Server struct {
+	// Addr is the listen address, 127.0.0.1:<FUNCTIONS_CUSTOMHANDLER_PORT>.
+	Addr string
+	// Gateway serves the gateway function's forwarded requests (the
+	// shared httpapi.Handler).
+	Gateway http.Handler
+	// Continuations runs queue-triggered continuations. Nil means async is
+	// off: a continuation invocation then fails (503), leaving the message
+	// to the queue's retries and poison queue.
+	Continuations Continuer
+	// Limits bound each invocation; zero fields bound nothing.
+	Limits Limits
+	// Logger receives start-up lines and one line per continuation. Nil
+	// discards. Wrap its handler with LogHandler to have the host's
+	// invocationId on every line logged with a request's context.
+	Logger *slog.Logger
+	// Ready, if set, is called with the bound address once listening.
+	Ready func(addr net.Addr)
+}
+
+func (s *Server) logger() *slog.Logger {
+	if s.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.Logger
+}
+
+// Run listens and serves until ctx is done, then shuts down gracefully,
+// giving in-flight invocations up to 10 s.
+func (s *Server) Run(ctx context.Context) error {
+	log := s.logger()
+	ln, err := net.Listen("tcp", s.Addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+	if s.Ready != nil {
+		s.Ready(ln.Addr())
+	}
+	log.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("host", Caps.Name))
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
+}
+
+// ServeHTTP dispatches one call from the Functions host: a continuation
+// invocation, the host's readiness ping, or a forwarded client request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	arrival := time.Now()
+	invocation := r.Header.Get(headerInvocationID)
+	r = r.WithContext(withInvocation(r.Context(), invocation))
+	switch {
+	case r.URL.Path == ContinuationPath:
+		s.serveContinuation(w, r, arrival)
+	case invocation == "" && r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead):
+		// The host's readiness ping (GET / without invocation headers):
+		// answered here, never forwarded to a backend.
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		w.Write([]byte(`{"status":"ok","host":"azurefunctions"}` + "\n"))
+	default:
+		// The invocation headers are the host's, not the client's.
+		r.Header.Del(headerInvocationID)
+		r.Header.Del(headerHostVersion)
+		ctx := r.Context()
+		if s.Limits.HTTP > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, arrival.Add(s.Limits.HTTP))
+			defer cancel()
+		}
+		s.Gateway.ServeHTTP(w, r.WithContext(ctx))
+	}
+}

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+
+	"fngateway/adapters/azurefunctions"
+	"fngateway/adapters/httpapi"
+	"fngateway/core"
+)
+
+// runAzureFunctions runs the gateway as an Azure Functions custom handler
+// (FUNCTIONS_CUSTOMHANDLER_PORT is set) and returns the exit code: 2 for a
+// bad setting, 1 for any other failure.
+func runAzureFunctions(ctx context.Context, logger *slog.Logger, stderr io.Writer) int {
+	srv, gw, err := newAzureFunctions(ctx, logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "functions: %v\n", err)
+		if se := (*core.SettingError)(nil); errors.As(err, &se) {
+			return 2
+		}
+		return 1
+	}
+	// On SIGTERM the server stops taking invocations while in-process
+	// finishes get DrainGrace; those that cannot finish release their
+	// claims, so the queued continuation resumes them at once.
+	drained := make(chan error, 1)
+	go func() {
+		<-ctx.Done()
+		dctx, cancel := context.WithTimeout(context.Background(), core.DrainGrace)
+		defer cancel()
+		drained <- gw.drain(dctx)
+	}()
+	if err := srv.Run(ctx); err != nil {
+		fmt.Fprintf(stderr, "functions: %v\n", err)
+		return 1
+	}
+	if err := <-drained; err != nil {
+		logger.Warn("draining continuations", slog.String("err", err.Error()))
+	}
+	return 0
+}
+
+// newAzureFunctions reads the host's settings and limits and assembles the
+// custom handler. Only the queue trigger delivers continuations on this
+// host: no queue worker runs in-process.
+func newAzureFunctions(ctx context.Context, logger *slog.Logger) (*azurefunctions.Server, *gateway, error) {
+	logger = slog.New(azurefunctions.LogHandler(logger.Handler()))
+	port := os.Getenv("FUNCTIONS_CUSTOMHANDLER_PORT")
+	if n, err := strconv.Atoi(strings.TrimSpace(port)); err != nil || n < 1 || n > 65535 {
+		return nil, nil, &core.SettingError{Name: "FUNCTIONS_CUSTOMHANDLER_PORT", Value: port, Want: "want a TCP port number (1-65535), as the Functions host sets it"}
+	}
+	lim, err := azurefunctions.LoadLimits(azurefunctions.LookupEnv)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, limit, err := loadSettings(lim.Invocation)
+	if err != nil {
+		return nil, nil, err
+	}
+	// FunctionTimeoutSecs, when set, may only shorten the host's limits.
+	lim.Invocation = limit
+	if limit > 0 {
+		lim.HTTP = min(limit, azurefunctions.HTTPLimit)
+	}
+	stats := &core.Stats{}
+	fwd := &core.Forwarder{Transport: core.NewTransport(), BackoffBase: s.RetryBackoffMs.D(), Stats: stats}
+	h := &httpapi.Handler{Settings: s, Forwarder: fwd, Stats: stats, Logger: logger, Host: azurefunctions.Caps}
+	srv := &azurefunctions.Server{
+		Addr:    net.JoinHostPort("127.0.0.1", strings.TrimSpace(port)),
+		Gateway: h,
+		Limits:  lim,
+		Logger:  logger,
+	}
+	gw := &gateway{handler: h, runWorkers: func(context.Context) {}, drain: func(context.Context) error { return nil }}
+	if s.AsyncModeEnabled {
+		if s.AsyncStore != "azure" {
+			return nil, nil, &core.SettingError{Name: "AsyncStore", Value: s.AsyncStore,
+				Want: "want azure on the Azure Functions host when AsyncModeEnabled=true: only the queue trigger delivers continuations there"}
+		}
+		if err := checkContinuationQueue(s); err != nil {
+			return nil, nil, err
+		}
+		// wireAsync also prepares the local host's worker; it is not run.
+		if err := wireAsync(ctx, s, h, gw, limit, logger); err != nil {
+			return nil, nil, err
+		}
+		srv.Continuations = h.Async
+	}
+	h.Init()
+	// Logged only once start-up can no longer fail: a bad setting is
+	// the process's one line of output.
+	if lim.Warning != "" {
+		logger.Warn(lim.Warning)
+	}
+	ft := azurefunctions.FormatTimeSpan(lim.Function)
+	if lim.Function == 0 {
+		ft = "-1 (unbounded)"
+	}
+	logger.Info("azure functions host",
+		slog.String("functionTimeout", ft),
+		slog.String("functionTimeoutSource", lim.Source),
+		slog.Int64("httpLimitMs", lim.HTTP.Milliseconds()),
+		slog.Int64("invocationLimitMs", lim.Invocation.Milliseconds()),
+		slog.Bool("async", bool(s.AsyncModeEnabled)))
+	return srv, gw, nil
+}
+
+// checkContinuationQueue makes sure continuations are enqueued where the
+// continuation function is triggered: AsyncQueue and the queueName of
+// continuation/function.json must name the same queue.
+func checkContinuationQueue(s *core.Settings) error {
+	root := os.Getenv("FUNCTIONS_APP_ROOT_PATH")
+	if root == "" {
+		return nil
+	}
+	q, err := azurefunctions.ContinuationQueue(root, os.LookupEnv)
+	if err != nil {
+		return &core.SettingError{Name: "FUNCTIONS_APP_ROOT_PATH", Value: root, Want: "want the function app's files: " + err.Error()}
+	}
+	name := s.AsyncQueue
+	if name == "" {
+		name = defaultAzureQueue
+	}
+	if q != "" && q != name {
+		return &core.SettingError{Name: "AsyncQueue", Value: name,
+			Want: fmt.Sprintf("want the queue continuation/function.json is triggered by, %q: change both together", q)}
+	}
+	return nil
+}
