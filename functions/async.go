@@ -35,8 +35,14 @@ func wireAsync(ctx context.Context, s *core.Settings, h *httpapi.Handler, gw *ga
 			return err
 		}
 		store, queue, notifier = az.store, az.queue, az.notifier
+	case strings.HasPrefix(s.AsyncStore, "s3:"):
+		parts, err := openAWS(ctx, s)
+		if err != nil {
+			return err
+		}
+		store, queue, notifier = parts.store, parts.queue, parts.notifier
 	default:
-		return &core.SettingError{Name: "AsyncStore", Value: s.AsyncStore, Want: "want file:<dir> or azure (s3:// comes with the Lambda host)"}
+		return &core.SettingError{Name: "AsyncStore", Value: s.AsyncStore, Want: "want file:<dir>, azure or s3://<bucket>[/<prefix>]"}
 	}
 	a := &core.Async{
 		Store:     store,
