@@ -64,6 +64,9 @@ func (c Config) s3Client() *s3.Client {
 		// AWS_ENDPOINT_URL_S3 or the shared config's endpoint_url.
 		o.UsePathStyle = o.BaseEndpoint != nil
 		o.Retryer = c.retryer()
+		// Reading a multipart object, whose checksum is of its parts,
+		// is normal here: no warning line for each.
+		o.DisableLogOutputChecksumValidationSkipped = true
 	})
 }
 
