@@ -97,7 +97,7 @@ func (q *Queue) Receive(ctx context.Context, limit int, visibility time.Duration
 	out, err := q.client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 		QueueUrl:                    &q.url,
 		MaxNumberOfMessages:         int32(min(max(limit, 1), maxReceive)),
-		VisibilityTimeout:           max(seconds(visibility, 0, maxVisibility), 1),
+		VisibilityTimeout:           seconds(visibility, time.Second, maxVisibility),
 		WaitTimeSeconds:             receiveWait,
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameApproximateReceiveCount},
 	})
@@ -186,7 +186,7 @@ func checkBody(body []byte) error {
 	return nil
 }
 
-// seconds rounds d up to whole seconds within [0, most].
+// seconds rounds d up to whole seconds within [least, most].
 func seconds(d time.Duration, least, most time.Duration) int32 {
 	s := (max(d, least) + time.Second - 1) / time.Second
 	return int32(min(s, most/time.Second))
