@@ -49,10 +49,13 @@ type forwardResult struct {
 
 // proxyAsync forwards an async-eligible request: it answers in line if the
 // backend answers within AsyncTriggerTimeout, and otherwise makes the
-// continuation durable and answers 202. The in-flight attempt goes on in
-// this process and finishes the continuation, holding its claim; if the
-// process dies, the claim lapses and a queue-triggered invocation resends
-// the request with the same Idempotency-Key.
+// continuation durable and answers 202. On a host that may work after
+// answering, the in-flight attempt goes on in this process and finishes the
+// continuation, holding its claim; if the process dies, the claim lapses and
+// a queue-triggered invocation resends the request with the same
+// Idempotency-Key. On a host that may not (h.Host.WorkAfterAnswer false),
+// the attempt is cancelled before the 202 and the queued continuation does
+// all the work.
 func (h *Handler) proxyAsync(w http.ResponseWriter, r *http.Request, req *core.Request, lg *requestLog) {
 	s := h.Settings
 	ctx := r.Context()
@@ -95,7 +98,10 @@ func (h *Handler) proxyAsync(w http.ResponseWriter, r *http.Request, req *core.R
 	case <-timer.C:
 	}
 	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	acc, claim, err := h.Async.Submit(sctx, req, h.profileOf(r), true)
+	// A host that cannot work after answering (Lambda freezes the process)
+	// leaves the whole request to the queued continuation.
+	inflight := h.Host.WorkAfterAnswer
+	acc, claim, err := h.Async.Submit(sctx, req, h.profileOf(r), inflight)
 	scancel()
 	if err != nil {
 		cancel()
@@ -108,6 +114,15 @@ func (h *Handler) proxyAsync(w http.ResponseWriter, r *http.Request, req *core.R
 		return
 	}
 	lg.async = acc.ID
+	if !inflight {
+		// Stop the attempt before answering: nothing may run on after it.
+		cancel()
+		if fr := <-done; fr.res != nil {
+			fr.res.Response.Body.Close()
+		}
+		h.accepted(w, r, acc, lg)
+		return
+	}
 	h.accepted(w, r, acc, lg)
 	if claim == nil {
 		// An earlier submission with the same Idempotency-Key owns this

@@ -38,6 +38,8 @@ type Handler struct {
 	// Blobs, if set, serves /_gateway/blobs/ (signed result URLs of the
 	// embedded store).
 	Blobs http.Handler
+	// Host states what the host running the gateway can do; the zero value is the most restrictive.
+	Host core.HostCaps
 
 	router *core.Router
 }
