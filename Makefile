@@ -9,12 +9,16 @@ STATICCHECK_VERSION := v0.8.2
 BENCHSTAT_VERSION := v0.0.0-20260908200009-22c9c6c9d4da
 NODE_VERSION := 22.23.5
 AZURITE_VERSION := 3.37.0
+# The Lambda Runtime Interface Emulator has no release tags as a Go module: pin its commit.
+RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
+# package-aws: the Lambda's architecture (amd64 for x86_64, arm64).
+GOARCH_LAMBDA ?= amd64
 FAUXQS_VERSION := 2.4.1
 VERSITYGW_VERSION := v1.8.0
 # The Node rule re-runs when a pinned version changes.
 NODE_STAMP := $(NODE_DIR)/.installed-node$(NODE_VERSION)-azurite$(AZURITE_VERSION)-fauxqs$(FAUXQS_VERSION)
 
-.PHONY: all build test check vet fmt lint unit tools bench fuzz demo clean
+.PHONY: all build test check vet fmt lint unit tools bench fuzz demo clean package-aws
 
 all: build
 
@@ -39,7 +43,7 @@ vet:
 lint: $(TOOLS)/bin/staticcheck
 	staticcheck ./...
 
-tools: $(TOOLS)/bin/staticcheck $(TOOLS)/bin/benchstat $(NODE_STAMP) $(TOOLS)/bin/versitygw
+tools: $(TOOLS)/bin/staticcheck $(TOOLS)/bin/benchstat $(NODE_STAMP) $(TOOLS)/bin/versitygw $(TOOLS)/bin/aws-lambda-rie
 
 $(TOOLS)/bin/staticcheck:
 	go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
@@ -50,6 +54,18 @@ $(TOOLS)/bin/benchstat:
 # versitygw: the S3 server the infra/aws tests run (posix backend).
 $(TOOLS)/bin/versitygw:
 	go install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
+
+$(TOOLS)/bin/aws-lambda-rie:
+	go install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
+
+## package-aws: dist/aws-lambda.zip, the Lambda's code (provided.al2023, bootstrap).
+package-aws:
+	rm -rf dist/aws-lambda && mkdir -p dist/aws-lambda
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH_LAMBDA) go build -tags lambda.norpc -trimpath -ldflags='-s -w' \
+		-o dist/aws-lambda/bootstrap ./functions
+	rm -f dist/aws-lambda.zip
+	cd dist/aws-lambda && zip -q -X ../aws-lambda.zip bootstrap
+	@ls -l dist/aws-lambda.zip
 
 # Node 22 (Azurite and fauxqs need it) comes from the npm package that ships
 # the runtime. fauxqs is the SQS server the infra/aws tests run.
@@ -75,4 +91,4 @@ fuzz:
 	done
 
 clean:
-	rm -rf bin .tools .gateway-data
+	rm -rf bin dist .tools .gateway-data
