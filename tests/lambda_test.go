@@ -185,11 +185,11 @@ func TestLambdaHTTPRoundTrip(t *testing.T) {
 				t.Fatalf("status %d, want 201: %s", a.StatusCode, body)
 			}
 			for k, want := range map[string]string{
-				"X-Got-Method":        "PUT",
-				"X-Got-Uri":           req.rawPath + "?" + req.rawQuery,
-				"X-Got-Cookie":        "c1=v1; c2=v=2",
-				"X-Got-Multi":         "one,two",
-				"X-Attempts":          "1",
+				"X-Got-Method": "PUT",
+				"X-Got-Uri":    req.rawPath + "?" + req.rawQuery,
+				"X-Got-Cookie": "c1=v1; c2=v=2",
+				"X-Got-Multi":  "one,two",
+				"X-Attempts":   "1",
 			} {
 				if got := a.Headers[k]; got != want {
 					t.Errorf("header %s = %q, want %q", k, got, want)
