@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -135,6 +136,10 @@ func TestLambdaAsyncS3SQS(t *testing.T) {
 	if a.Headers["Location"] != acc.StatusURI || a.Headers["X-Data-Blob-Uri"] != acc.DataBlobURI {
 		t.Errorf("202 headers %v do not match its body %s", a.Headers, body)
 	}
+	// Frozen now: what the backend sees was sent before the answer.
+	for i := 0; i < 200 && be.cancelled.Load() == 0; i++ {
+		time.Sleep(10 * time.Millisecond) // polling a counter with a deadline
+	}
 	if be.calls.Load() != 1 || be.cancelled.Load() != 1 {
 		t.Errorf("backend calls %d, cancelled %d: want the one attempt cancelled by the 202", be.calls.Load(), be.cancelled.Load())
 	}
@@ -214,4 +219,35 @@ func TestLambdaAsyncS3SQS(t *testing.T) {
 	if fmt.Sprint(failed) != "[m-bad]" {
 		t.Errorf("batch item failures %v, want [m-bad]", failed)
 	}
+
+	// 7. With a 3 s function timeout and a hanging backend, the execution
+	// limit (minus the 1 s margin) hands the request off: 202 before the
+	// timeout, never "Task timed out".
+	t.Run("function limit hands off", func(t *testing.T) {
+		hang, cancelled := hangingBackend(t)
+		env := s3sqsEnv(hang.URL, v, fq)
+		env["AWS_LAMBDA_FUNCTION_TIMEOUT"] = "3"
+		delete(env, "AsyncTriggerTimeout") // the default 10 s: the limit comes first
+		f := startFunction(t, binary, env)
+		a, body, took := f.invokeHTTP(t, httpEvent(t, "lambda-urls-request.json", httpRequest{
+			method: "POST", rawPath: "/reports/limit",
+			headers: map[string]string{"s7pasyncmode": "true", "x-userprofile": "u1", "s7pttl": "60"},
+			body:    []byte("payload"),
+		}))
+		if a.StatusCode != http.StatusAccepted {
+			t.Fatalf("status %d, want 202: %s", a.StatusCode, body)
+		}
+		if took >= 3*time.Second || took < 1500*time.Millisecond {
+			t.Errorf("202 after %v, want about 2 s (3 s timeout, 1 s margin)", took)
+		}
+		// Frozen now: what the backend sees was sent before the answer.
+		select {
+		case <-cancelled:
+		case <-time.After(2 * time.Second):
+			t.Errorf("the backend's request was not cancelled by the hand-off")
+		}
+		if strings.Contains(f.rie.Log(), "Task timed out") {
+			t.Errorf("the emulator reported a timeout:\n%s", f.rie.Log())
+		}
+	})
 }

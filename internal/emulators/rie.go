@@ -33,6 +33,7 @@ const rieLogLimit = 8 << 20
 // invocations, as Lambda freezes an instance once an invocation returns.
 // Methods may be called from multiple goroutines.
 type RIE struct {
+	dir       string
 	addr      string
 	bootstrap string
 	cmd       *exec.Cmd
@@ -72,7 +73,8 @@ func StartRIE(tb testing.TB, bootstrap string, env map[string]string) *RIE {
 		"--runtime-interface-emulator-address", r.addr,
 		"--runtime-api-address", net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1])),
 		bootstrap)
-	r.cmd.Dir = tb.TempDir()
+	r.dir = tb.TempDir()
+	r.cmd.Dir = r.dir
 	// Only what a process needs to run: the caller's other variables
 	// (gateway settings, AWS credentials) must not reach the function.
 	for _, kv := range os.Environ() {
@@ -110,6 +112,9 @@ func StartRIE(tb testing.TB, bootstrap string, env map[string]string) *RIE {
 		}
 	}
 }
+
+// Dir is the function's working directory (Lambda's is /var/task, read-only).
+func (r *RIE) Dir() string { return r.dir }
 
 // InvokeURL is the emulator's invocation endpoint.
 func (r *RIE) InvokeURL() string {
