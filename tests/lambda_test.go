@@ -296,3 +296,68 @@ func TestLambdaColdStart(t *testing.T) {
 		t.Errorf("cold start %v, want well under 5 s", cold)
 	}
 }
+
+// TestLambdaResponseStream: with InvokeMode=RESPONSE_STREAM a Function URL
+// event is answered in Lambda's streaming form (a JSON prelude with status,
+// headers and cookies, eight NUL bytes, then the body); a body cut by the
+// execution limit after its status ends the stream without a second status,
+// before the function's timeout.
+func TestLambdaResponseStream(t *testing.T) {
+	release := make(chan struct{})
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.Header().Add("Set-Cookie", "a=1")
+		w.Write([]byte("chunk1 "))
+		w.(http.Flusher).Flush()
+		if r.URL.Path == "/hang" {
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+			return
+		}
+		w.Write([]byte("chunk2"))
+	}))
+	t.Cleanup(func() { close(release); backend.Close() })
+	f := startFunction(t, binary, map[string]string{"Hosts": backend.URL, "AWS_LAMBDA_FUNCTION_TIMEOUT": "3", "InvokeMode": "RESPONSE_STREAM"})
+
+	out, _ := f.invoke(t, httpEvent(t, "lambda-urls-request.json", httpRequest{method: "GET", rawPath: "/s"}))
+	prelude, body, ok := bytes.Cut(out, make([]byte, 8))
+	var p struct {
+		StatusCode int               `json:"statusCode"`
+		Headers    map[string]string `json:"headers"`
+		Cookies    []string          `json:"cookies"`
+	}
+	if !ok || json.Unmarshal(prelude, &p) != nil {
+		t.Fatalf("answer %q is not a streamed response", out)
+	}
+	if p.StatusCode != 200 || p.Headers["Content-Type"] != "text/plain" || fmt.Sprint(p.Cookies) != "[a=1]" || string(body) != "chunk1 chunk2" {
+		t.Errorf("streamed answer %+v %q", p, body)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := f.rie.Thaw(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	out, err := f.rie.Invoke(ctx, httpEvent(t, "lambda-urls-request.json", httpRequest{method: "GET", rawPath: "/hang", headers: map[string]string{"s7pttl": "60"}}))
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The emulator hands on the part sent and drops the runtime's error
+	// trailer; the gateway's own log line says why the stream broke.
+	if !strings.Contains(f.rie.Log(), `"msg":"request stream cut"`) || !strings.Contains(f.rie.Log(), `"deadline":"function-limit"`) {
+		t.Errorf("no log line for the cut stream:\n%s", f.rie.Log())
+	}
+	if took >= 3*time.Second {
+		t.Errorf("the cut stream ended after %v, want before the 3 s timeout", took)
+	}
+	if n := bytes.Count(out, []byte(`"statusCode"`)); n > 1 || !bytes.Contains(out, []byte("chunk1 ")) || bytes.Contains(out, []byte("FunctionLimit")) {
+		t.Errorf("cut stream answered %q: want the part sent, then a break, never a second status", out)
+	}
+	if strings.Contains(f.rie.Log(), "Task timed out") {
+		t.Errorf("the emulator reported a timeout:\n%s", f.rie.Log())
+	}
+}
