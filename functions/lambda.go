@@ -23,8 +23,9 @@ import (
 // The execution limit is each invocation's deadline. When the environment
 // says the function's timeout (AWS_LAMBDA_FUNCTION_TIMEOUT, as the runtime
 // emulator sets it, or FunctionTimeoutSecs), the settings are checked
-// against it at start-up; otherwise only the deadline bounds each
-// invocation.
+// against it at start-up; otherwise against the timeout the first
+// invocation's deadline tells, and a setting that does not fit fails every
+// invocation with the one-line setting error.
 func runLambda(ctx context.Context, stdout, stderr io.Writer) int {
 	logger := slog.New(slog.NewJSONHandler(stdout, nil))
 	var hostLimit time.Duration
@@ -50,6 +51,12 @@ func runLambda(ctx context.Context, stdout, stderr io.Writer) int {
 		return 1
 	}
 	h := &lambda.Handler{HTTP: gw.handler, InvokeMode: s.InvokeMode, Limit: s.FunctionTimeoutSecs.D(), Logger: logger}
+	if limit == 0 {
+		// Lambda does not tell a function its timeout before an invocation:
+		// check the settings against the first invocation's deadline.
+		explicit := func(name string) bool { _, ok := lookup(name); return ok }
+		h.Check = func(timeout time.Duration) error { return s.Validate(timeout, explicit) }
+	}
 	if api, ok := gw.handler.(*httpapi.Handler); ok && api.Async != nil {
 		h.Continuations = api.Async
 	}

@@ -361,3 +361,20 @@ func TestLambdaResponseStream(t *testing.T) {
 		t.Errorf("the emulator reported a timeout:\n%s", f.rie.Log())
 	}
 }
+
+// TestLambdaSettingsAgainstDeadline: Lambda does not put the function's
+// timeout in the environment; a setting that cannot nest under the timeout
+// the first invocation's deadline tells (the emulator's default, 300 s)
+// fails the invocation with the one-line setting error.
+func TestLambdaSettingsAgainstDeadline(t *testing.T) {
+	backend := echoBackend(t)
+	f := startFunction(t, binary, map[string]string{"Hosts": backend.URL, "Timeout": "400000"})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for range 2 {
+		out, err := f.rie.Invoke(ctx, httpEvent(t, "lambda-urls-request.json", httpRequest{method: "GET", rawPath: "/"}))
+		if !bytes.Contains(out, []byte(`setting Timeout=\"400000\": want at most 299000 ms`)) {
+			t.Errorf("answer %q (%v), want the setting error", out, err)
+		}
+	}
+}

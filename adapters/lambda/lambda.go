@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	awslambda "github.com/aws/aws-lambda-go/lambda"
@@ -62,8 +63,17 @@ type Handler struct {
 	// Limit, if positive, shortens every invocation to at most this long
 	// (FunctionTimeoutSecs set below the function's own timeout).
 	Limit time.Duration
+	// Check, if set, is called once, on the first invocation, with the
+	// function's timeout as that invocation's deadline tells it (whole
+	// seconds, rounded up): the settings are checked against it when the
+	// environment did not say it at start-up. Its error fails that
+	// invocation and every later one. Nil checks nothing.
+	Check func(functionTimeout time.Duration) error
 	// Logger receives failed records and undecodable events. Nil discards.
 	Logger *slog.Logger
+
+	checkOnce sync.Once
+	checkErr  error
 }
 
 // Start runs the Lambda runtime loop with h. It does not return.
@@ -133,6 +143,19 @@ func classify(event []byte) (kind, error) {
 // events.LambdaFunctionURLResponse, events.APIGatewayV2HTTPResponse,
 // *events.LambdaFunctionURLStreamingResponse or events.SQSEventResponse.
 func (h *Handler) Invoke(ctx context.Context, event json.RawMessage) (any, error) {
+	if h.Check != nil {
+		h.checkOnce.Do(func() {
+			if dl, ok := ctx.Deadline(); ok {
+				h.checkErr = h.Check((time.Until(dl) + time.Second - 1).Truncate(time.Second))
+				if h.checkErr != nil {
+					h.logger().ErrorContext(ctx, "settings do not fit the function's timeout", "err", h.checkErr.Error())
+				}
+			}
+		})
+		if h.checkErr != nil {
+			return nil, h.checkErr
+		}
+	}
 	k, err := classify(event)
 	if err != nil {
 		h.logger().ErrorContext(ctx, "lambda event refused", "err", err.Error())

@@ -329,3 +329,24 @@ func FuzzInvoke(f *testing.F) {
 		}
 	})
 }
+
+// TestCheck: the settings check runs once, with the timeout the first
+// deadline tells, and its error fails every invocation.
+func TestCheck(t *testing.T) {
+	var got []time.Duration
+	h := &Handler{HTTP: echo, Check: func(d time.Duration) error {
+		got = append(got, d)
+		return errors.New(`setting Timeout="9000": too long`)
+	}}
+	for range 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), 7*time.Second-30*time.Millisecond)
+		_, err := h.Invoke(ctx, urlEvent("u.lambda-url.x.on.aws", "/", "", nil, ""))
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), "Timeout") {
+			t.Errorf("err = %v, want the setting error", err)
+		}
+	}
+	if fmt.Sprint(got) != "[7s]" {
+		t.Errorf("checked with %v, want once with 7s", got)
+	}
+}
