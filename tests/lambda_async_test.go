@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -250,4 +251,58 @@ func TestLambdaAsyncS3SQS(t *testing.T) {
 			t.Errorf("the emulator reported a timeout:\n%s", f.rie.Log())
 		}
 	})
+
+	// 8. With a store that accepts connections but never answers, the
+	// hand-off gives up in time: 503 AsyncUnavailable before the timeout.
+	t.Run("store hangs at the function limit", func(t *testing.T) {
+		hang, _ := hangingBackend(t)
+		hole := blackHole(t)
+		env := s3sqsEnv(hang.URL, v, fq)
+		env["AWS_LAMBDA_FUNCTION_TIMEOUT"] = "3"
+		env["AWS_ENDPOINT_URL_S3"] = "http://" + hole
+		delete(env, "AsyncTriggerTimeout")
+		f := startFunction(t, binary, env)
+		a, body, took := f.invokeHTTP(t, httpEvent(t, "lambda-urls-request.json", httpRequest{
+			method: "POST", rawPath: "/reports/down",
+			headers: map[string]string{"s7pasyncmode": "true", "x-userprofile": "u1", "s7pttl": "60"},
+			body:    []byte("payload"),
+		}))
+		if a.StatusCode != http.StatusServiceUnavailable || a.Headers["X-Gateway-Error"] != "AsyncUnavailable" {
+			t.Errorf("answer %d %s, want 503 AsyncUnavailable", a.StatusCode, body)
+		}
+		if took >= 3*time.Second {
+			t.Errorf("answered after %v, want before the 3 s timeout", took)
+		}
+		if strings.Contains(f.rie.Log(), "Task timed out") {
+			t.Errorf("the emulator reported a timeout:\n%s", f.rie.Log())
+		}
+	})
+}
+
+// blackHole listens on loopback, accepts connections and never answers.
+func blackHole(tb testing.TB) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	tb.Cleanup(func() {
+		l.Close()
+		<-done
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return l.Addr().String()
 }

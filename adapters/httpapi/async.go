@@ -97,7 +97,13 @@ func (h *Handler) proxyAsync(w http.ResponseWriter, r *http.Request, req *core.R
 		return
 	case <-timer.C:
 	}
-	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	// The hand-off must end while the invocation can still answer: at most
+	// 10 s, and no later than half the margin before the execution limit.
+	handoff := time.Now().Add(10 * time.Second)
+	if dl, ok := ctx.Deadline(); ok {
+		handoff = earliest(handoff, dl.Add(-s.FunctionLimitMarginMs.D()/2))
+	}
+	sctx, scancel := context.WithDeadline(context.WithoutCancel(ctx), handoff)
 	// A host that cannot work after answering (Lambda freezes the process)
 	// leaves the whole request to the queued continuation.
 	inflight := h.Host.WorkAfterAnswer
@@ -166,6 +172,13 @@ func (h *Handler) accepted(w http.ResponseWriter, r *http.Request, acc *core.Acc
 	writeJSON(w, http.StatusAccepted, map[string]string{
 		"id": acc.ID, "status": "Accepted", "statusUri": status, "dataBlobUri": data, "headerBlobUri": headers,
 	})
+}
+
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 func retryAfterSecs(d time.Duration) int {
