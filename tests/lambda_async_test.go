@@ -151,17 +151,7 @@ func TestLambdaAsyncS3SQS(t *testing.T) {
 		Region:      emulators.FauxqsRegion,
 		Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
 	}, func(o *sqs.Options) { o.BaseEndpoint = sdkaws.String(fq.Endpoint()) })
-	var msgID, msgBody, receipt string
-	deadline := time.Now().Add(15 * time.Second)
-	for msgID == "" && time.Now().Before(deadline) {
-		out, err := sq.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &queueURL, MaxNumberOfMessages: 1, WaitTimeSeconds: 1, VisibilityTimeout: 60})
-		if err != nil {
-			t.Fatalf("receive the continuation: %v", err)
-		}
-		for _, m := range out.Messages {
-			msgID, msgBody, receipt = sdkaws.ToString(m.MessageId), sdkaws.ToString(m.Body), sdkaws.ToString(m.ReceiptHandle)
-		}
-	}
+	msgID, msgBody, receipt := receiveContinuation(t, sq, queueURL)
 	if want := fmt.Sprintf(`{"v":1,"id":"%s"}`, acc.ID); msgBody != want {
 		t.Fatalf("continuation message %q, want %q", msgBody, want)
 	}
@@ -247,6 +237,40 @@ func TestLambdaAsyncS3SQS(t *testing.T) {
 		case <-time.After(2 * time.Second):
 			t.Errorf("the backend's request was not cancelled by the hand-off")
 		}
+
+		// The continuation runs in a later invocation under the same limit:
+		// the attempt it cannot finish is checkpointed, cancelled, and handed
+		// on to a new message, before the timeout.
+		var acc acceptedDoc
+		if err := json.Unmarshal(body, &acc); err != nil {
+			t.Fatal(err)
+		}
+		id, msg, receipt := receiveContinuation(t, sq, queueURL)
+		if !strings.Contains(msg, acc.ID) {
+			t.Fatalf("continuation %q is not for %s", msg, acc.ID)
+		}
+		start := time.Now()
+		if failed := f.invokeSQS(t, sqsEvent(t, [2]string{id, msg})); len(failed) != 0 {
+			t.Errorf("checkpointed continuation: batch item failures %v, want none", failed)
+		}
+		if took := time.Since(start); took >= 3*time.Second {
+			t.Errorf("the continuation invocation took %v, want less than the 3 s timeout", took)
+		}
+		select {
+		case <-cancelled:
+		case <-time.After(2 * time.Second):
+			t.Errorf("the continuation's attempt was not cancelled at the limit")
+		}
+		if _, err := sq.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &queueURL, ReceiptHandle: &receipt}); err != nil {
+			t.Fatal(err)
+		}
+		if _, next, _ := receiveContinuation(t, sq, queueURL); next != msg {
+			t.Errorf("after the checkpoint the queue holds %q, want a new %q", next, msg)
+		}
+		sa, sb, _ := f.invokeHTTP(t, httpEvent(t, "lambda-urls-request.json", httpRequest{method: "GET", rawPath: "/_gateway/async/" + acc.ID}))
+		if sa.StatusCode != http.StatusOK || !strings.Contains(string(sb), `"checkpoints":1`) {
+			t.Errorf("status after a checkpoint: %d %s, want pending with one checkpoint", sa.StatusCode, sb)
+		}
 		if strings.Contains(f.rie.Log(), "Task timed out") {
 			t.Errorf("the emulator reported a timeout:\n%s", f.rie.Log())
 		}
@@ -305,4 +329,22 @@ func blackHole(tb testing.TB) string {
 		}
 	})
 	return l.Addr().String()
+}
+
+// receiveContinuation reads the next continuation message as the SQS event
+// source mapping would (it stays in flight for a minute), within 15 s.
+func receiveContinuation(tb testing.TB, sq *sqs.Client, queueURL string) (id, body, receipt string) {
+	tb.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		out, err := sq.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: &queueURL, MaxNumberOfMessages: 1, WaitTimeSeconds: 1, VisibilityTimeout: 60})
+		if err != nil {
+			tb.Fatalf("receive a continuation: %v", err)
+		}
+		for _, m := range out.Messages {
+			return sdkaws.ToString(m.MessageId), sdkaws.ToString(m.Body), sdkaws.ToString(m.ReceiptHandle)
+		}
+	}
+	tb.Fatalf("no continuation message on %s within 15 s", queueURL)
+	return "", "", ""
 }
