@@ -378,3 +378,33 @@ func TestLambdaSettingsAgainstDeadline(t *testing.T) {
 		}
 	}
 }
+
+// TestLambdaBadSettings: on the Lambda host a bad setting stops the start-up
+// (exit 2) with one line naming it, before the runtime API is contacted.
+func TestLambdaBadSettings(t *testing.T) {
+	tests := []struct {
+		name string
+		env  []string
+		want string
+	}{
+		{"InvokeMode", []string{"InvokeMode=STREAM"}, `setting InvokeMode="STREAM": want BUFFERED or RESPONSE_STREAM`},
+		{"AWS_LAMBDA_FUNCTION_TIMEOUT", []string{"AWS_LAMBDA_FUNCTION_TIMEOUT=3s"}, `setting AWS_LAMBDA_FUNCTION_TIMEOUT="3s": want a positive whole number of seconds`},
+		{"nesting", []string{"AWS_LAMBDA_FUNCTION_TIMEOUT=3", "Timeout=5000"}, `setting Timeout="5000": want at most 2000 ms`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := exec.Command(binary)
+			cmd.Env = append(baseEnv(), "AWS_LAMBDA_RUNTIME_API=127.0.0.1:1", "Hosts=http://127.0.0.1:1")
+			cmd.Env = append(cmd.Env, tt.env...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
+				t.Errorf("exit %v, want 2", err)
+			}
+			if got := strings.TrimSpace(stderr.String()); !strings.Contains(got, tt.want) || strings.Count(got, "\n") != 0 {
+				t.Errorf("stderr %q, want one line with %q", got, tt.want)
+			}
+		})
+	}
+}
