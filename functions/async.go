@@ -14,8 +14,14 @@ import (
 )
 
 // wireAsync connects the async store and queue that AsyncStore and
-// AsyncQueue name, and the in-process worker of the local host.
+// AsyncQueue name, and the in-process worker of the local host. With
+// AsyncModeEnabled=false it opens nothing.
 func wireAsync(ctx context.Context, s *core.Settings, h *httpapi.Handler, gw *gateway, limit time.Duration, logger *slog.Logger) error {
+	if !s.AsyncModeEnabled {
+		// CONTRACT §1: with async off nothing is opened, so a host with a
+		// read-only file system (Lambda's /var/task) starts without a store.
+		return nil
+	}
 	var (
 		store    core.Store
 		queue    core.Queue

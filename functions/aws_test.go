@@ -54,7 +54,7 @@ func TestOpenAWSSettingErrors(t *testing.T) {
 		}
 	})
 	t.Run("wireAsync", func(t *testing.T) {
-		err := wireAsync(t.Context(), &core.Settings{AsyncStore: "s3:bucket"}, nil, nil, 0, nil)
+		err := wireAsync(t.Context(), &core.Settings{AsyncModeEnabled: true, AsyncStore: "s3:bucket"}, nil, nil, 0, nil)
 		var se *core.SettingError
 		if !errors.As(err, &se) || se.Name != "AsyncStore" || !strings.Contains(se.Want, "s3://<bucket>") {
 			t.Fatalf("wireAsync(AsyncStore=s3:bucket) error = %v, want a SettingError on AsyncStore", err)
