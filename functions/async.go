@@ -16,8 +16,14 @@ import (
 )
 
 // wireAsync connects the async store and queue that AsyncStore and
-// AsyncQueue name, and the in-process worker of the local host.
+// AsyncQueue name, and the in-process worker of the local host. With
+// AsyncModeEnabled=false it opens nothing.
 func wireAsync(ctx context.Context, s *core.Settings, h *httpapi.Handler, gw *gateway, limit time.Duration, logger *slog.Logger) error {
+	if !s.AsyncModeEnabled {
+		// CONTRACT §1: with async off nothing is opened, so a host with a
+		// read-only file system (Lambda's /var/task) starts without a store.
+		return nil
+	}
 	var (
 		store    core.Store
 		queue    core.Queue
@@ -39,8 +45,14 @@ func wireAsync(ctx context.Context, s *core.Settings, h *httpapi.Handler, gw *ga
 			return err
 		}
 		store, queue, notifier = az.store, az.queue, az.notifier
+	case strings.HasPrefix(s.AsyncStore, "s3:"):
+		parts, err := openAWS(ctx, s)
+		if err != nil {
+			return err
+		}
+		store, queue, notifier = parts.store, parts.queue, parts.notifier
 	default:
-		return &core.SettingError{Name: "AsyncStore", Value: s.AsyncStore, Want: "want file:<dir> or azure (s3:// comes with the Lambda host)"}
+		return &core.SettingError{Name: "AsyncStore", Value: s.AsyncStore, Want: "want file:<dir>, azure or s3://<bucket>[/<prefix>]"}
 	}
 	if err := s.UserProfiles.ValidateTopics(notifier); err != nil {
 		return err

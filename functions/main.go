@@ -53,8 +53,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	switch {
 	case os.Getenv("AWS_LAMBDA_RUNTIME_API") != "":
-		fmt.Fprintln(stderr, "functions: AWS_LAMBDA_RUNTIME_API is set, but this build has no Lambda host yet; run it without that variable for the local host")
-		return 1
+		return runLambda(ctx, stdout, stderr)
 	case os.Getenv("FUNCTIONS_CUSTOMHANDLER_PORT") != "":
 		return runAzureFunctions(ctx, logger, stderr)
 	}
@@ -74,7 +73,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "functions: %v\n", err)
 		return 2
 	}
-	gw, err := newGateway(ctx, s, limit, logger)
+	gw, err := newGateway(ctx, s, limit, local.Caps(), logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "functions: %v\n", err)
 		if se := (*core.SettingError)(nil); errors.As(err, &se) {
@@ -123,15 +122,16 @@ type gateway struct {
 	drain      func(ctx context.Context) error
 }
 
-// newGateway connects the store, queue and core to the HTTP handler.
-func newGateway(ctx context.Context, s *core.Settings, limit time.Duration, logger *slog.Logger) (*gateway, error) {
+// newGateway connects the store, queue and core to the HTTP handler, for a
+// host that can do what host states.
+func newGateway(ctx context.Context, s *core.Settings, limit time.Duration, host core.HostCaps, logger *slog.Logger) (*gateway, error) {
 	stats := &core.Stats{}
 	fwd := &core.Forwarder{
 		Transport:   core.NewTransport(),
 		BackoffBase: s.RetryBackoffMs.D(),
 		Stats:       stats,
 	}
-	h := &httpapi.Handler{Settings: s, Forwarder: fwd, Stats: stats, Logger: logger, Host: local.Caps()}
+	h := &httpapi.Handler{Settings: s, Forwarder: fwd, Stats: stats, Logger: logger, Host: host}
 	gw := &gateway{handler: h, runWorkers: func(context.Context) {}, drain: func(context.Context) error { return nil }}
 	if err := wireAsync(ctx, s, h, gw, limit, logger); err != nil {
 		return nil, err

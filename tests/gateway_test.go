@@ -303,7 +303,7 @@ func TestBadSettingStopsStartup(t *testing.T) {
 		{"bad Routes", []string{"Hosts=http://a:1", `Routes=[{"prefix":"/a","timeout":1}]`}, "setting Routes="},
 		{"budgets that cannot nest", []string{"Hosts=http://a:1", "FunctionTimeoutSecs=10", "Timeout=60000"}, "setting Timeout=\"60000\": want at most 9000 ms"},
 		{"bad host", []string{"Hosts=backend:80"}, "setting Hosts="},
-		{"azure store without an account", []string{"Hosts=http://a:1", "AsyncStore=azure"}, "setting AzureWebJobsStorage="},
+		{"azure store without an account", []string{"Hosts=http://a:1", "AsyncModeEnabled=true", "AsyncStore=azure"}, "setting AzureWebJobsStorage="},
 		{"unknown store", []string{"Hosts=http://a:1", "AsyncStore=redis://x"}, "setting AsyncStore=\"redis://x\""},
 		{"bad profiles", []string{"Hosts=http://a:1", "UserProfiles=[{\"userId\":\"\"}]"}, "setting UserProfiles="},
 		{"both spellings disagree", []string{"Hosts=http://a:1", "HOSTS=http://b:1"}, "setting Hosts="},

@@ -1,0 +1,305 @@
+package lambda
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"fngateway/core"
+)
+
+// httpEvent is what the gateway reads of a Function URL or API Gateway HTTP
+// API payload 2.0 event; both formats name these fields alike.
+type httpEvent struct {
+	RawPath         string            `json:"rawPath"`
+	RawQueryString  string            `json:"rawQueryString"`
+	Cookies         []string          `json:"cookies"`
+	Headers         map[string]string `json:"headers"`
+	Body            string            `json:"body"`
+	IsBase64Encoded bool              `json:"isBase64Encoded"`
+	RequestContext  struct {
+		DomainName string `json:"domainName"`
+		HTTP       struct {
+			Method   string `json:"method"`
+			SourceIP string `json:"sourceIp"`
+		} `json:"http"`
+	} `json:"requestContext"`
+}
+
+// ErrBadEvent is wrapped by the error for an HTTP event whose fields cannot
+// make a request (a body that is not base64 though it says so, a method or
+// path that is not HTTP).
+var ErrBadEvent = errors.New("bad HTTP event")
+
+// isFunctionURLDomain reports whether host is a Function URL's own domain.
+func isFunctionURLDomain(host string) bool {
+	return strings.Contains(host, ".lambda-url.")
+}
+
+// newRequest builds the net/http request an HTTP event describes: the raw
+// path and query exactly as the client sent them, headers (multi-value ones
+// arrive comma-joined, as the payload 2.0 formats join them), the cookies
+// joined into one Cookie header, the body decoded, and the client's address.
+func newRequest(ctx context.Context, event []byte) (*http.Request, error) {
+	var e httpEvent
+	if err := json.Unmarshal(event, &e); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadEvent, err)
+	}
+	method := e.RequestContext.HTTP.Method
+	if method == "" || strings.ContainsFunc(method, func(r rune) bool { return r <= ' ' || r >= 0x7f || strings.ContainsRune("()<>@,;:\\\"/[]?={}", r) }) {
+		return nil, fmt.Errorf("%w: requestContext.http.method %q is not an HTTP method", ErrBadEvent, method)
+	}
+	target := e.RawPath
+	if target == "" {
+		target = "/"
+	}
+	if e.RawQueryString != "" {
+		target += "?" + e.RawQueryString
+	}
+	u, err := url.ParseRequestURI(target)
+	if err != nil || !strings.HasPrefix(target, "/") {
+		return nil, fmt.Errorf("%w: rawPath %q with rawQueryString %q is not a request target", ErrBadEvent, e.RawPath, e.RawQueryString)
+	}
+	body := []byte(e.Body)
+	if e.IsBase64Encoded {
+		body, err = base64.StdEncoding.DecodeString(e.Body)
+		if err != nil {
+			return nil, fmt.Errorf("%w: body is not base64 though isBase64Encoded is true: %v", ErrBadEvent, err)
+		}
+	}
+	r := (&http.Request{
+		Method:     method,
+		URL:        u,
+		Proto:      "HTTP/1.1",
+		ProtoMajor: 1,
+		ProtoMinor: 1,
+		Header:     make(http.Header, len(e.Headers)+1),
+		Body:       http.NoBody,
+		RequestURI: target,
+		RemoteAddr: e.RequestContext.HTTP.SourceIP,
+		// Function URLs and HTTP APIs answer HTTPS only.
+		TLS: &tls.ConnectionState{},
+	}).WithContext(ctx)
+	for k, v := range e.Headers {
+		if !validHeaderName(k) {
+			return nil, fmt.Errorf("%w: header name %q", ErrBadEvent, k)
+		}
+		r.Header[textproto.CanonicalMIMEHeaderKey(k)] = []string{v}
+	}
+	if len(e.Cookies) > 0 {
+		r.Header["Cookie"] = []string{strings.Join(e.Cookies, "; ")}
+	}
+	r.Host = r.Header.Get("Host")
+	if r.Host == "" {
+		r.Host = e.RequestContext.DomainName
+	}
+	delete(r.Header, "Host")
+	if len(body) > 0 {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+	}
+	delete(r.Header, "Content-Length")
+	if r.ContentLength > 0 {
+		r.Header["Content-Length"] = []string{strconv.FormatInt(r.ContentLength, 10)}
+	}
+	return r, nil
+}
+
+func validHeaderName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for _, c := range []byte(k) {
+		if c <= ' ' || c >= 0x7f || strings.IndexByte("()<>@,;:\\\"/[]?={}", c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// serveHTTP answers an HTTP event through the HTTP face, and calls done
+// once the response is complete.
+func (h *Handler) serveHTTP(ctx context.Context, done context.CancelFunc, event []byte, k kind) (any, error) {
+	r, err := newRequest(ctx, event)
+	if err != nil {
+		done()
+		h.logger().ErrorContext(ctx, "lambda event refused", "err", err.Error())
+		return nil, err
+	}
+	if k == kindFunctionURL && h.InvokeMode == core.InvokeResponseStream {
+		return h.stream(r, done), nil
+	}
+	defer done()
+	w := &bufferedWriter{header: http.Header{}}
+	if aborted := serve(h.HTTP, w, r); aborted {
+		// The status may already be written: the closest Lambda has to a
+		// transfer that breaks is a failed invocation (the client gets 502).
+		return nil, errStreamCut
+	}
+	status, hdr, cookies, body, b64 := w.result()
+	if k == kindAPIGateway {
+		return events.APIGatewayV2HTTPResponse{StatusCode: status, Headers: hdr, Cookies: cookies, Body: body, IsBase64Encoded: b64}, nil
+	}
+	return events.LambdaFunctionURLResponse{StatusCode: status, Headers: hdr, Cookies: cookies, Body: body, IsBase64Encoded: b64}, nil
+}
+
+// errStreamCut ends an invocation whose response body was cut after its
+// status was chosen (CONTRACT §4): the client must see a broken transfer.
+var errStreamCut = errors.New("response body cut after the status was sent")
+
+// serve runs next and reports whether it aborted with http.ErrAbortHandler,
+// as net/http's server lets a handler break a response off.
+func serve(next http.Handler, w http.ResponseWriter, r *http.Request) (aborted bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v != http.ErrAbortHandler {
+				panic(v)
+			}
+			aborted = true
+		}
+	}()
+	next.ServeHTTP(w, r)
+	return false
+}
+
+// bufferedWriter is an http.ResponseWriter that keeps the whole response.
+type bufferedWriter struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (w *bufferedWriter) Header() http.Header { return w.header }
+
+func (w *bufferedWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+}
+
+func (w *bufferedWriter) Write(p []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return w.body.Write(p)
+}
+
+// Flush does nothing: the response leaves whole.
+func (w *bufferedWriter) Flush() {}
+
+// result returns the response in the payload 2.0 form: headers joined by
+// commas, Set-Cookie as cookies, and the body base64-encoded unless it is
+// clearly text.
+func (w *bufferedWriter) result() (status int, hdr map[string]string, cookies []string, body string, b64 bool) {
+	status = w.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	hdr, cookies = responseHeaders(w.header)
+	b := w.body.Bytes()
+	if isText(w.header.Get("Content-Type"), b) {
+		return status, hdr, cookies, string(b), false
+	}
+	return status, hdr, cookies, base64.StdEncoding.EncodeToString(b), true
+}
+
+// responseHeaders splits h into the payload 2.0 response's headers (values
+// joined by commas) and cookies (the Set-Cookie values, which cannot be
+// joined).
+func responseHeaders(h http.Header) (map[string]string, []string) {
+	out := make(map[string]string, len(h))
+	var cookies []string
+	for k, v := range h {
+		switch {
+		case k == "Set-Cookie":
+			cookies = append(cookies, v...)
+		case strings.HasPrefix(k, http.TrailerPrefix), k == "Trailer":
+			// A buffered or prelude-headed answer has no trailers.
+		default:
+			out[k] = strings.Join(v, ",")
+		}
+	}
+	return out, cookies
+}
+
+// isText reports whether a body with this Content-Type is clearly text that
+// survives as a JSON string: a textual media type and valid UTF-8. Anything
+// else is base64-encoded, so binary bytes reach the client unchanged.
+func isText(contentType string, b []byte) bool {
+	if len(b) == 0 {
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return false
+	}
+	textual := strings.HasPrefix(mt, "text/") || mt == "application/json" || strings.HasSuffix(mt, "+json") ||
+		mt == "application/xml" || strings.HasSuffix(mt, "+xml") || mt == "application/javascript" ||
+		mt == "application/x-www-form-urlencoded"
+	return textual && utf8.Valid(b)
+}
+
+// stream answers r through a Function URL in RESPONSE_STREAM mode: the
+// status, headers and cookies go first, as the prelude Lambda expects, then
+// the body as the HTTP face writes it. A body cut after the prelude (an
+// aborted handler) ends the stream with an error, so the client sees the
+// transfer break, never a second status.
+func (h *Handler) stream(r *http.Request, done context.CancelFunc) *events.LambdaFunctionURLStreamingResponse {
+	pr, pw := io.Pipe()
+	w := &streamWriter{header: http.Header{}, pipe: pw, ready: make(chan struct{})}
+	go func() {
+		defer done()
+		if serve(h.HTTP, w, r) {
+			w.WriteHeader(http.StatusBadGateway) // only if nothing was sent yet
+			pw.CloseWithError(errStreamCut)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+		pw.Close()
+	}()
+	<-w.ready
+	hdr, cookies := responseHeaders(w.sent)
+	return &events.LambdaFunctionURLStreamingResponse{StatusCode: w.status, Headers: hdr, Cookies: cookies, Body: pr}
+}
+
+// streamWriter is the http.ResponseWriter of a streamed response. Its
+// header is taken when the status is written; every Write goes straight to
+// the pipe the runtime client reads.
+type streamWriter struct {
+	header http.Header
+	pipe   *io.PipeWriter
+	once   sync.Once
+	ready  chan struct{}
+	status int
+	sent   http.Header
+}
+
+func (w *streamWriter) Header() http.Header { return w.header }
+
+func (w *streamWriter) WriteHeader(status int) {
+	w.once.Do(func() {
+		w.status, w.sent = status, w.header.Clone()
+		close(w.ready)
+	})
+}
+
+func (w *streamWriter) Write(p []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return w.pipe.Write(p)
+}
+
+// Flush does nothing more than Write: every write is already on its way.
+func (w *streamWriter) Flush() {}

@@ -1,0 +1,193 @@
+// Package lambda runs the gateway as an AWS Lambda function (runtime
+// provided.al2023, binary named bootstrap). It turns each invocation's event
+// into a call of the shared HTTP face or of core's continuation engine, and
+// nothing more:
+//
+//   - Function URL and API Gateway HTTP API (payload 2.0) events become plain
+//     net/http requests, answered buffered, or streamed through a Function
+//     URL with InvokeMode RESPONSE_STREAM;
+//   - SQS events carry continuation messages (CONTRACT §6), answered with
+//     the records that failed (events.SQSEventResponse).
+//
+// The invocation's deadline, which the Lambda runtime client sets on the
+// context, is the execution limit: it becomes the request context's
+// deadline. Lambda freezes the process as soon as an invocation returns, so
+// this host declares no work after the answer (Caps).
+package lambda
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	awslambda "github.com/aws/aws-lambda-go/lambda"
+
+	"fngateway/core"
+)
+
+// APIGatewayLimit is API Gateway's integration timeout: an HTTP API stops
+// waiting for the function after 30 s, whatever the function's own timeout.
+const APIGatewayLimit = 30 * time.Second
+
+// Caps returns what the Lambda host can do: nothing after the answer, no
+// connection upgrades, and streamed responses only when the Function URL's
+// invoke mode is RESPONSE_STREAM.
+func Caps(mode core.InvokeMode) core.HostCaps {
+	return core.HostCaps{Name: "lambda", WorkAfterAnswer: false, Upgrade: false, Stream: mode == core.InvokeResponseStream}
+}
+
+// Continuer runs one continuation message. *core.Async is one: Process
+// returns nil when the message is done with, an error wrapping
+// core.ErrBadMessage when it is malformed, and any other error when it
+// should be delivered again.
+type Continuer interface {
+	Process(ctx context.Context, msg []byte) error
+}
+
+// Handler answers Lambda invocations. Set its fields before the first
+// invocation; it is safe for concurrent use afterwards.
+type Handler struct {
+	// HTTP is the gateway's HTTP face (httpapi.Handler). Required.
+	HTTP http.Handler
+	// Continuations runs the continuation messages of SQS events. Nil (async
+	// off) fails every record, so that the queue keeps them.
+	Continuations Continuer
+	// InvokeMode is the Function URL's invoke mode; the zero value is
+	// BUFFERED. API Gateway events are always answered buffered.
+	InvokeMode core.InvokeMode
+	// Limit, if positive, shortens every invocation to at most this long
+	// (FunctionTimeoutSecs set below the function's own timeout).
+	Limit time.Duration
+	// Check, if set, is called once, on the first invocation, with the
+	// function's timeout as that invocation's deadline tells it (whole
+	// seconds, rounded up): the settings are checked against it when the
+	// environment did not say it at start-up. Its error fails that
+	// invocation and every later one. Nil checks nothing.
+	Check func(functionTimeout time.Duration) error
+	// Logger receives failed records and undecodable events. Nil discards.
+	Logger *slog.Logger
+
+	checkOnce sync.Once
+	checkErr  error
+}
+
+// Start runs the Lambda runtime loop with h. It does not return.
+func Start(h *Handler) {
+	awslambda.Start(h.Invoke)
+}
+
+// ErrUnsupportedEvent is wrapped by the error Invoke returns for an event it
+// does not serve (API Gateway REST payload 1.0, other event sources).
+var ErrUnsupportedEvent = errors.New("unsupported event")
+
+// kind is what an event is, told by its shape.
+type kind int
+
+const (
+	kindUnknown kind = iota
+	kindFunctionURL
+	kindAPIGateway
+	kindSQS
+)
+
+// probe holds the fields that tell events apart.
+type probe struct {
+	Records []struct {
+		EventSource string `json:"eventSource"`
+	} `json:"Records"`
+	Version        string `json:"version"`
+	HTTPMethod     string `json:"httpMethod"`
+	RequestContext struct {
+		DomainName string `json:"domainName"`
+		HTTP       struct {
+			Method string `json:"method"`
+		} `json:"http"`
+	} `json:"requestContext"`
+}
+
+// classify tells the kind of a raw event. An HTTP payload 2.0 event is a
+// Function URL one when its requestContext.domainName is a Function URL
+// domain (<url-id>.lambda-url.<region>.on.aws; Function URLs have no custom
+// domains of their own); any other payload 2.0 event came through API
+// Gateway, whose 30 s integration limit then applies.
+func classify(event []byte) (kind, error) {
+	var p probe
+	if err := json.Unmarshal(event, &p); err != nil {
+		return kindUnknown, fmt.Errorf("%w: not a JSON object: %v", ErrUnsupportedEvent, err)
+	}
+	switch {
+	case len(p.Records) > 0:
+		for i, r := range p.Records {
+			if r.EventSource != "aws:sqs" {
+				return kindUnknown, fmt.Errorf("%w: Records[%d].eventSource %q, want aws:sqs", ErrUnsupportedEvent, i, r.EventSource)
+			}
+		}
+		return kindSQS, nil
+	case p.Version == "2.0" && p.RequestContext.HTTP.Method != "":
+		if isFunctionURLDomain(p.RequestContext.DomainName) {
+			return kindFunctionURL, nil
+		}
+		return kindAPIGateway, nil
+	case p.HTTPMethod != "":
+		return kindUnknown, fmt.Errorf("%w: API Gateway payload format 1.0; configure the integration with payload format 2.0", ErrUnsupportedEvent)
+	}
+	return kindUnknown, fmt.Errorf("%w: neither an HTTP payload 2.0 event nor an SQS event", ErrUnsupportedEvent)
+}
+
+// Invoke answers one invocation with the raw event. Its result is an
+// events.LambdaFunctionURLResponse, events.APIGatewayV2HTTPResponse,
+// *events.LambdaFunctionURLStreamingResponse or events.SQSEventResponse.
+func (h *Handler) Invoke(ctx context.Context, event json.RawMessage) (any, error) {
+	if h.Check != nil {
+		h.checkOnce.Do(func() {
+			if dl, ok := ctx.Deadline(); ok {
+				h.checkErr = h.Check((time.Until(dl) + time.Second - 1).Truncate(time.Second))
+				if h.checkErr != nil {
+					h.logger().ErrorContext(ctx, "settings do not fit the function's timeout", "err", h.checkErr.Error())
+				}
+			}
+		})
+		if h.checkErr != nil {
+			return nil, h.checkErr
+		}
+	}
+	k, err := classify(event)
+	if err != nil {
+		h.logger().ErrorContext(ctx, "lambda event refused", "err", err.Error())
+		return nil, err
+	}
+	ctx, cancel := h.bound(ctx, k)
+	if k == kindSQS {
+		defer cancel()
+		return h.serveSQS(ctx, event)
+	}
+	// serveHTTP calls cancel once the response is complete, which for a
+	// streamed one is after Invoke has returned.
+	return h.serveHTTP(ctx, cancel, event, k)
+}
+
+// bound returns ctx with the invocation's execution limit: the runtime's
+// deadline, shortened by Limit and, for API Gateway events, by the
+// integration timeout.
+func (h *Handler) bound(ctx context.Context, k kind) (context.Context, context.CancelFunc) {
+	d := h.Limit
+	if k == kindAPIGateway && (d <= 0 || d > APIGatewayLimit) {
+		d = APIGatewayLimit
+	}
+	if d <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, d)
+}
+
+func (h *Handler) logger() *slog.Logger {
+	if h.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return h.Logger
+}

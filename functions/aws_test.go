@@ -1,0 +1,125 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"fngateway/core"
+	"fngateway/internal/emulators"
+)
+
+func TestOpenAWSSettingErrors(t *testing.T) {
+	t.Setenv("AWS_REGION", "us-east-1")
+	const queue = "https://sqs.us-east-1.amazonaws.com/123456789012/gateway-continuations"
+	for _, tc := range []struct {
+		name, store, queue string
+		setting, mention   string
+	}{
+		{"no bucket", "s3://", queue, "AsyncStore", "s3://<bucket>"},
+		{"bad bucket", "s3://Bad_Bucket", queue, "AsyncStore", "bucket name"},
+		{"one slash", "s3:/bucket", queue, "AsyncStore", "s3://<bucket>"},
+		{"dot segment", "s3://bucket/a/../b", queue, "AsyncStore", "segment"},
+		{"no queue", "s3://bucket", "", "AsyncQueue", "SQS queue URL"},
+		{"queue name only", "s3://bucket", "gateway-continuations", "AsyncQueue", "SQS queue URL"},
+		{"no account", "s3://bucket", "https://sqs.us-east-1.amazonaws.com/gateway-continuations", "AsyncQueue", "SQS queue URL"},
+		{"fifo", "s3://bucket", "https://sqs.us-east-1.amazonaws.com/123456789012/q.fifo", "AsyncQueue", "FIFO"},
+		{"bad name", "s3://bucket", "https://sqs.us-east-1.amazonaws.com/123456789012/a%20b", "AsyncQueue", "queue name"},
+		{"query", "s3://bucket", queue + "?x=1", "AsyncQueue", "SQS queue URL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := openAWS(t.Context(), &core.Settings{AsyncStore: tc.store, AsyncQueue: tc.queue})
+			var se *core.SettingError
+			if !errors.As(err, &se) {
+				t.Fatalf("openAWS error = %v, want a SettingError", err)
+			}
+			if se.Name != tc.setting || !strings.Contains(se.Want, tc.mention) || strings.Contains(se.Error(), "\n") {
+				t.Fatalf("error %q: want one line naming %s and mentioning %q", se.Error(), tc.setting, tc.mention)
+			}
+		})
+	}
+	t.Run("no region", func(t *testing.T) {
+		t.Setenv("AWS_REGION", "")
+		t.Setenv("AWS_DEFAULT_REGION", "")
+		t.Setenv("AWS_CONFIG_FILE", t.TempDir()+"/none")
+		_, err := openAWS(t.Context(), &core.Settings{AsyncStore: "s3://bucket", AsyncQueue: queue})
+		var se *core.SettingError
+		if !errors.As(err, &se) || se.Name != "AWS_REGION" {
+			t.Fatalf("openAWS error = %v, want a SettingError naming AWS_REGION", err)
+		}
+	})
+	t.Run("wireAsync", func(t *testing.T) {
+		err := wireAsync(t.Context(), &core.Settings{AsyncModeEnabled: true, AsyncStore: "s3:bucket"}, nil, nil, 0, nil)
+		var se *core.SettingError
+		if !errors.As(err, &se) || se.Name != "AsyncStore" || !strings.Contains(se.Want, "s3://<bucket>") {
+			t.Fatalf("wireAsync(AsyncStore=s3:bucket) error = %v, want a SettingError on AsyncStore", err)
+		}
+	})
+}
+
+// TestOpenAWSEndpointsFromEnvironment: the SDK's default chain carries
+// AWS_ENDPOINT_URL_S3 and AWS_ENDPOINT_URL_SQS to the store and the queue,
+// and the custom S3 endpoint is addressed path-style (versitygw serves
+// nothing else).
+func TestOpenAWSEndpointsFromEnvironment(t *testing.T) {
+	v := emulators.StartVersitygw(t)
+	f := emulators.StartFauxqs(t)
+	t.Setenv("AWS_ENDPOINT_URL_S3", v.Endpoint())
+	t.Setenv("AWS_ENDPOINT_URL_SQS", f.Endpoint())
+	t.Setenv("AWS_REGION", emulators.VersitygwRegion)
+	t.Setenv("AWS_ACCESS_KEY_ID", emulators.VersitygwAccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", emulators.VersitygwSecretKey)
+	t.Setenv("AWS_SESSION_TOKEN", "")
+	t.Setenv("AWS_PROFILE", "")
+	t.Setenv("AWS_CONFIG_FILE", t.TempDir()+"/none")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", t.TempDir()+"/none")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	parts, err := openAWS(ctx, &core.Settings{
+		AsyncStore: "s3://gateway-env/results",
+		AsyncQueue: f.QueueURL("gateway-continuations"),
+	})
+	if err != nil {
+		t.Fatalf("openAWS: %v", err)
+	}
+	if _, err := parts.store.Put(ctx, "gateway/records/r.json", []byte(`{}`), ""); err != nil {
+		t.Fatalf("Put through AWS_ENDPOINT_URL_S3: %v", err)
+	}
+	if err := parts.store.WriteBlob(ctx, "results/id/data", strings.NewReader("result"), "text/plain", true); err != nil {
+		t.Fatalf("WriteBlob: %v", err)
+	}
+	u, err := parts.store.SignURL(ctx, "results/id/data", time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatalf("SignURL: %v", err)
+	}
+	if want := v.Endpoint() + "/gateway-env/results/results/id/data?"; !strings.HasPrefix(u, want) {
+		t.Fatalf("signed URL %s: want path-style %s…", u, want)
+	}
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatalf("GET signed URL: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || string(body) != "result" {
+		t.Fatalf("GET signed URL: %d %q, want 200 %q", resp.StatusCode, body, "result")
+	}
+	msg := []byte(`{"v":1,"id":"0123456789abcdef0123456789abcdef"}`)
+	if err := parts.queue.Enqueue(ctx, msg, 0); err != nil {
+		t.Fatalf("Enqueue through AWS_ENDPOINT_URL_SQS: %v", err)
+	}
+	got, err := parts.queue.Receive(ctx, 10, time.Minute)
+	if err != nil || len(got) != 1 || !bytes.Equal(got[0].Body, msg) {
+		t.Fatalf("Receive = %v, %v; want the message", got, err)
+	}
+	if err := parts.notifier.Notify(ctx, "gateway-events", []byte(`{"Status":"Queued"}`)); err != nil {
+		t.Fatalf("Notify: %v", err)
+	}
+}

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"fngateway/adapters/httpapi"
+	"fngateway/adapters/lambda"
+	"fngateway/core"
+)
+
+// runLambda runs the gateway as an AWS Lambda function: the runtime loop
+// takes the invocations; only SQS events deliver continuations (the local
+// queue worker does not run here). It returns only when start-up fails.
+//
+// The execution limit is each invocation's deadline. When the environment
+// says the function's timeout (AWS_LAMBDA_FUNCTION_TIMEOUT, as the runtime
+// emulator sets it, or FunctionTimeoutSecs), the settings are checked
+// against it at start-up; otherwise against the timeout the first
+// invocation's deadline tells, and a setting that does not fit fails every
+// invocation with the one-line setting error.
+func runLambda(ctx context.Context, stdout, stderr io.Writer) int {
+	logger := slog.New(slog.NewJSONHandler(stdout, nil))
+	var hostLimit time.Duration
+	if v, ok := os.LookupEnv("AWS_LAMBDA_FUNCTION_TIMEOUT"); ok {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n <= 0 {
+			fmt.Fprintf(stderr, "functions: %v\n", &core.SettingError{Name: "AWS_LAMBDA_FUNCTION_TIMEOUT", Value: v, Want: "want a positive whole number of seconds"})
+			return 2
+		}
+		hostLimit = time.Duration(n) * time.Second
+	}
+	s, limit, err := loadSettings(hostLimit)
+	if err != nil {
+		fmt.Fprintf(stderr, "functions: %v\n", err)
+		return 2
+	}
+	gw, err := newGateway(ctx, s, limit, lambda.Caps(s.InvokeMode), logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "functions: %v\n", err)
+		if se := (*core.SettingError)(nil); errors.As(err, &se) {
+			return 2
+		}
+		return 1
+	}
+	h := &lambda.Handler{HTTP: gw.handler, InvokeMode: s.InvokeMode, Limit: s.FunctionTimeoutSecs.D(), Logger: logger}
+	if limit == 0 {
+		// Lambda does not tell a function its timeout before an invocation:
+		// check the settings against the first invocation's deadline.
+		explicit := func(name string) bool { _, ok := lookup(name); return ok }
+		h.Check = func(timeout time.Duration) error { return s.Validate(timeout, explicit) }
+	}
+	if api, ok := gw.handler.(*httpapi.Handler); ok && api.Async != nil {
+		h.Continuations = api.Async
+	}
+	lambda.Start(h)
+	return 0
+}

@@ -1,0 +1,24 @@
+// Package aws implements core's ports on AWS: a Store on S3, a Queue and a
+// Notifier on SQS.
+//
+// Everything is made from a Config holding the SDK's configuration
+// (credentials, region, HTTP client), which the edge loads with the SDK's
+// default chain, and optional endpoint overrides so that tests and
+// S3/SQS-compatible servers can be targeted. The SDK itself honours
+// AWS_ENDPOINT_URL_S3 and AWS_ENDPOINT_URL_SQS from that chain; whenever the
+// S3 endpoint is overridden, either way, buckets are addressed path-style
+// ("http://host:port/bucket/key"), which S3-compatible servers expect. The
+// package never reads the environment itself.
+//
+// Records are written with S3's conditional writes (If-None-Match: * to
+// create, If-Match: <ETag> to update), the same optimistic protocol as Azure
+// ETags. The bucket and queues are created on first use when missing. AWS
+// errors are mapped to core.ErrNotFound and core.ErrConflict where the ports
+// say so; other errors are returned wrapped, with a short prefix naming the
+// operation.
+//
+// Requests are retried by the SDK's standard retryer, set short (see
+// Config.MaxAttempts), so an operation against an unreachable service fails
+// in about a second rather than many; the caller's context deadline bounds
+// every operation, a hung connection included.
+package aws

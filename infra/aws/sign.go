@@ -1,0 +1,37 @@
+package aws
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// MaxURLLifetime is the longest a presigned URL lasts: Signature Version 4
+// allows 7 days.
+const MaxURLLifetime = 7 * 24 * time.Hour
+
+// SignURL returns an absolute, read-only URL for the one object at key: a
+// presigned GET, valid until expiry (rounded down to whole seconds) or for
+// MaxURLLifetime, whichever comes first. A URL signed with temporary
+// credentials (a Lambda function's role) dies with them, usually within
+// hours, whatever its expiry says: the status URI signs afresh on every
+// poll, so a client holding an expired URL asks it again. SignURL does no
+// I/O but refreshing the credentials when they are due.
+func (s *Store) SignURL(ctx context.Context, key string, expiry time.Time) (string, error) {
+	k, err := s.objectKey(key)
+	if err != nil {
+		return "", fmt.Errorf("sign url: %w", err)
+	}
+	lifetime := min(time.Until(expiry), MaxURLLifetime).Truncate(time.Second)
+	if lifetime < time.Second {
+		return "", fmt.Errorf("sign url %s: expiry %s is not in the future", key, expiry.UTC().Format(time.RFC3339))
+	}
+	req, err := s.presign.PresignGetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &k},
+		s3.WithPresignExpires(lifetime))
+	if err != nil {
+		return "", fmt.Errorf("sign url %s: %w", key, err)
+	}
+	return req.URL, nil
+}

@@ -1,0 +1,90 @@
+package emulators
+
+import (
+	"net"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// The root credentials and region every Versitygw started here serves.
+const (
+	// VersitygwAccessKey is the root user's access key id.
+	VersitygwAccessKey = "gatewaytest"
+	// VersitygwSecretKey is the root user's secret access key.
+	VersitygwSecretKey = "gatewaytest-secret"
+	// VersitygwRegion is the region the server signs and checks with.
+	VersitygwRegion = "us-east-1"
+)
+
+// versitygwReadyTimeout bounds the wait for versitygw to listen.
+const versitygwReadyTimeout = 30 * time.Second
+
+// Versitygw is a running (or stopped) versitygw, an S3-compatible server,
+// on a loopback port chosen at start. Its posix backend keeps buckets as
+// directories of a test temporary directory, so data survives Stop and
+// Start. Requests are signed with VersitygwAccessKey and VersitygwSecretKey
+// in VersitygwRegion, and buckets are addressed path-style. Methods may be
+// called from multiple goroutines, but Start and Stop are meant for the
+// test goroutine.
+type Versitygw struct {
+	p *process
+}
+
+// StartVersitygw starts versitygw with its posix backend on a free loopback
+// port and waits until it accepts connections. It is stopped when the test
+// and its subtests finish.
+//
+// The `versitygw` command is looked up on PATH; `make tools` installs it
+// into .tools/bin (a pinned `go install`) and `make test` puts that on
+// PATH. A missing command fails the test.
+func StartVersitygw(tb testing.TB) *Versitygw {
+	tb.Helper()
+	bin, err := exec.LookPath("versitygw")
+	if err != nil {
+		tb.Fatalf("emulators: versitygw not found on PATH: %v; run `make tools` in the repository root (it installs versitygw into .tools/bin), and put .tools/bin on PATH (`make test` does)", err)
+	}
+	ports, err := freePorts(1)
+	if err != nil {
+		tb.Fatalf("emulators: pick a versitygw port: %v", err)
+	}
+	dir := tb.TempDir()
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
+	v := &Versitygw{p: &process{
+		name: "versitygw",
+		argv: []string{bin,
+			"--port", addr,
+			"--access", VersitygwAccessKey,
+			"--secret", VersitygwSecretKey,
+			"--region", VersitygwRegion,
+			"--quiet",
+			"posix", dir,
+		},
+		dir:   dir,
+		addr:  addr,
+		ready: versitygwReadyTimeout,
+	}}
+	v.p.start(tb)
+	return v
+}
+
+// Start starts versitygw again on the same port and data after Stop and
+// waits until it listens. It does nothing when it is running. The process
+// is stopped when tb finishes, so pass the test that should outlive it.
+func (v *Versitygw) Start(tb testing.TB) {
+	tb.Helper()
+	v.p.start(tb)
+}
+
+// Stop stops versitygw (SIGTERM, then SIGKILL after a grace period) and
+// waits for it to exit; its port then refuses connections until Start.
+func (v *Versitygw) Stop() { v.p.stop() }
+
+// Endpoint is the S3 endpoint URL, "http://127.0.0.1:<port>".
+func (v *Versitygw) Endpoint() string {
+	return "http://" + v.p.addr
+}
+
+// Log returns the tail of versitygw's output, for failure messages.
+func (v *Versitygw) Log() string { return v.p.output() }

@@ -1,0 +1,350 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"fngateway/internal/emulators"
+)
+
+// asyncBackend answers after delay with a binary body; it counts calls and
+// the calls whose request was cancelled before the answer.
+type asyncBackend struct {
+	*httptest.Server
+	calls, cancelled atomic.Int32
+}
+
+// asyncResult is the body asyncBackend answers: every byte value.
+var asyncResult = func() []byte {
+	b := make([]byte, 256)
+	for i := range b {
+		b[i] = byte(i)
+	}
+	return b
+}()
+
+func newAsyncBackend(tb testing.TB, delay time.Duration) *asyncBackend {
+	b := &asyncBackend{}
+	b.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b.calls.Add(1)
+		io.ReadAll(r.Body)
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			b.cancelled.Add(1)
+			return
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.WriteHeader(http.StatusOK)
+		w.Write(asyncResult)
+	}))
+	tb.Cleanup(b.Server.Close)
+	return b
+}
+
+// sqsEvent varies aws-lambda-go's SQS sample: one record per message id and
+// body.
+func sqsEvent(tb testing.TB, records ...[2]string) []byte {
+	tb.Helper()
+	e := sample(tb, "sqs-event.json")
+	proto := e["Records"].([]any)[0].(map[string]any)
+	var recs []any
+	for _, r := range records {
+		rec := map[string]any{}
+		for k, v := range proto {
+			rec[k] = v
+		}
+		rec["messageId"], rec["body"] = r[0], r[1]
+		delete(rec, "md5OfBody")
+		recs = append(recs, rec)
+	}
+	e["Records"] = recs
+	b, err := json.Marshal(e)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// invokeSQS sends an SQS event and returns the ids of its batch item
+// failures.
+func (f *function) invokeSQS(tb testing.TB, event []byte) []string {
+	tb.Helper()
+	out, _ := f.invoke(tb, event)
+	var resp struct {
+		BatchItemFailures []struct {
+			ItemIdentifier string `json:"itemIdentifier"`
+		} `json:"batchItemFailures"`
+	}
+	if err := json.Unmarshal(out, &resp); err != nil || resp.BatchItemFailures == nil {
+		tb.Fatalf("answer %q is not an SQSEventResponse (%v)\n%s", out, err, f.rie.Log())
+	}
+	ids := []string{}
+	for _, r := range resp.BatchItemFailures {
+		ids = append(ids, r.ItemIdentifier)
+	}
+	return ids
+}
+
+// TestLambdaAsyncS3SQS: the async flow of the Lambda host on S3
+// (versitygw) and SQS (fauxqs), the function frozen between invocations:
+// the 202 stops the in-flight attempt; the continuation read from the SQS
+// queue and delivered as an SQS event in a later invocation writes the
+// result; the status URI, invoked as a Function URL event, answers 303 to a
+// presigned URL with the exact body; a duplicate delivery changes nothing;
+// a malformed record is the only batch item failure.
+func TestLambdaAsyncS3SQS(t *testing.T) {
+	v := emulators.StartVersitygw(t)
+	fq := emulators.StartFauxqs(t)
+	be := newAsyncBackend(t, 700*time.Millisecond)
+	env := s3sqsEnv(be.URL, v, fq)
+	env["AWS_LAMBDA_FUNCTION_TIMEOUT"] = "10"
+	queueURL := env["AsyncQueue"]
+	f := startFunction(t, binary, env)
+
+	// 1. The submission: 202 at the trigger, and the attempt in flight is
+	// cancelled before the answer (the process is frozen right after it).
+	a, body, took := f.invokeHTTP(t, httpEvent(t, "lambda-urls-request.json", httpRequest{
+		method: "POST", rawPath: "/reports/lambda",
+		headers: map[string]string{"s7pasyncmode": "true", "x-userprofile": "u1", "idempotency-key": "key-lambda-1"},
+		body:    []byte("payload-123"),
+	}))
+	if a.StatusCode != http.StatusAccepted {
+		t.Fatalf("status %d, want 202: %s", a.StatusCode, body)
+	}
+	if took > 3*time.Second {
+		t.Errorf("202 after %v, want just after the 300 ms trigger", took)
+	}
+	var acc acceptedDoc
+	if err := json.Unmarshal(body, &acc); err != nil || acc.ID == "" {
+		t.Fatalf("202 body %q: %v", body, err)
+	}
+	if a.Headers["Location"] != acc.StatusURI || a.Headers["X-Data-Blob-Uri"] != acc.DataBlobURI {
+		t.Errorf("202 headers %v do not match its body %s", a.Headers, body)
+	}
+	// Frozen now: what the backend sees was sent before the answer.
+	for i := 0; i < 200 && be.cancelled.Load() == 0; i++ {
+		time.Sleep(10 * time.Millisecond) // polling a counter with a deadline
+	}
+	if be.calls.Load() != 1 || be.cancelled.Load() != 1 {
+		t.Errorf("backend calls %d, cancelled %d: want the one attempt cancelled by the 202", be.calls.Load(), be.cancelled.Load())
+	}
+
+	// 2. The continuation message, as the SQS event source mapping reads it.
+	ctx := context.Background()
+	sq := sqs.NewFromConfig(sdkaws.Config{
+		Region:      emulators.FauxqsRegion,
+		Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
+	}, func(o *sqs.Options) { o.BaseEndpoint = sdkaws.String(fq.Endpoint()) })
+	msgID, msgBody, receipt := receiveContinuation(t, sq, queueURL)
+	if want := fmt.Sprintf(`{"v":1,"id":"%s"}`, acc.ID); msgBody != want {
+		t.Fatalf("continuation message %q, want %q", msgBody, want)
+	}
+
+	// 3. Delivered in a later invocation: the result is written.
+	if failed := f.invokeSQS(t, sqsEvent(t, [2]string{msgID, msgBody})); len(failed) != 0 {
+		t.Fatalf("batch item failures %v, want none\n%s", failed, f.rie.Log())
+	}
+	if _, err := sq.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &queueURL, ReceiptHandle: &receipt}); err != nil {
+		t.Fatalf("delete the continuation: %v", err)
+	}
+	if got := be.calls.Load(); got != 2 {
+		t.Errorf("backend calls %d, want 2 (the cancelled one and the continuation's)", got)
+	}
+
+	// 4. The status URI, invoked as a Function URL event: 303 to a
+	// presigned URL that returns the exact body.
+	su, err := url.Parse(acc.StatusURI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := func() (httpAnswer, []byte) {
+		a, b, _ := f.invokeHTTP(t, httpEvent(t, "lambda-urls-request.json", httpRequest{method: "GET", rawPath: su.EscapedPath()}))
+		return a, b
+	}
+	sa, sb := status()
+	loc := sa.Headers["Location"]
+	if sa.StatusCode != http.StatusSeeOther || loc == "" {
+		t.Fatalf("status URI: %d %s, want 303", sa.StatusCode, sb)
+	}
+	resp, data, _ := Do(t, "GET", loc, nil, "")
+	if resp.StatusCode != http.StatusOK || !bytes.Equal(data, asyncResult) {
+		t.Errorf("presigned data URL: %d %x, want 200 and the backend's exact body", resp.StatusCode, data)
+	}
+	_, header1, _ := Do(t, "GET", acc.HeaderBlobURI, nil, "")
+
+	// 5. A duplicate delivery is acknowledged and changes nothing.
+	if failed := f.invokeSQS(t, sqsEvent(t, [2]string{msgID, msgBody})); len(failed) != 0 {
+		t.Errorf("duplicate delivery: batch item failures %v, want none", failed)
+	}
+	_, header2, _ := Do(t, "GET", acc.HeaderBlobURI, nil, "")
+	if !bytes.Equal(header1, header2) || len(header1) == 0 {
+		t.Errorf("the header blob changed after a duplicate delivery:\n%s\n%s", header1, header2)
+	}
+	if got := be.calls.Load(); got != 2 {
+		t.Errorf("backend calls %d after a duplicate, want 2", got)
+	}
+
+	// 6. One malformed record in a batch is the only failure; its
+	// neighbours (a finished and an unknown request) succeed.
+	failed := f.invokeSQS(t, sqsEvent(t,
+		[2]string{"m-done", msgBody},
+		[2]string{"m-bad", "not a continuation"},
+		[2]string{"m-unknown", `{"v":1,"id":"0123456789abcdef0123456789abcdef"}`},
+	))
+	if fmt.Sprint(failed) != "[m-bad]" {
+		t.Errorf("batch item failures %v, want [m-bad]", failed)
+	}
+
+	// 7. With a 3 s function timeout and a hanging backend, the execution
+	// limit (minus the 1 s margin) hands the request off: 202 before the
+	// timeout, never "Task timed out".
+	t.Run("function limit hands off", func(t *testing.T) {
+		hang, cancelled := silentBackend(t)
+		env := s3sqsEnv(hang.URL, v, fq)
+		env["AWS_LAMBDA_FUNCTION_TIMEOUT"] = "3"
+		delete(env, "AsyncTriggerTimeout") // the default 10 s: the limit comes first
+		f := startFunction(t, binary, env)
+		a, body, took := f.invokeHTTP(t, httpEvent(t, "lambda-urls-request.json", httpRequest{
+			method: "POST", rawPath: "/reports/limit",
+			headers: map[string]string{"s7pasyncmode": "true", "x-userprofile": "u1", "s7pttl": "60"},
+			body:    []byte("payload"),
+		}))
+		if a.StatusCode != http.StatusAccepted {
+			t.Fatalf("status %d, want 202: %s", a.StatusCode, body)
+		}
+		if took >= 3*time.Second || took < 1500*time.Millisecond {
+			t.Errorf("202 after %v, want about 2 s (3 s timeout, 1 s margin)", took)
+		}
+		// Frozen now: what the backend sees was sent before the answer.
+		select {
+		case <-cancelled:
+		case <-time.After(2 * time.Second):
+			t.Errorf("the backend's request was not cancelled by the hand-off")
+		}
+
+		// The continuation runs in a later invocation under the same limit:
+		// the attempt it cannot finish is checkpointed, cancelled, and handed
+		// on to a new message, before the timeout.
+		var acc acceptedDoc
+		if err := json.Unmarshal(body, &acc); err != nil {
+			t.Fatal(err)
+		}
+		id, msg, receipt := receiveContinuation(t, sq, queueURL)
+		if !strings.Contains(msg, acc.ID) {
+			t.Fatalf("continuation %q is not for %s", msg, acc.ID)
+		}
+		start := time.Now()
+		if failed := f.invokeSQS(t, sqsEvent(t, [2]string{id, msg})); len(failed) != 0 {
+			t.Errorf("checkpointed continuation: batch item failures %v, want none", failed)
+		}
+		if took := time.Since(start); took >= 3*time.Second {
+			t.Errorf("the continuation invocation took %v, want less than the 3 s timeout", took)
+		}
+		select {
+		case <-cancelled:
+		case <-time.After(2 * time.Second):
+			t.Errorf("the continuation's attempt was not cancelled at the limit")
+		}
+		if _, err := sq.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &queueURL, ReceiptHandle: &receipt}); err != nil {
+			t.Fatal(err)
+		}
+		if _, next, _ := receiveContinuation(t, sq, queueURL); next != msg {
+			t.Errorf("after the checkpoint the queue holds %q, want a new %q", next, msg)
+		}
+		sa, sb, _ := f.invokeHTTP(t, httpEvent(t, "lambda-urls-request.json", httpRequest{method: "GET", rawPath: "/_gateway/async/" + acc.ID}))
+		if sa.StatusCode != http.StatusOK || !strings.Contains(string(sb), `"checkpoints":1`) {
+			t.Errorf("status after a checkpoint: %d %s, want pending with one checkpoint", sa.StatusCode, sb)
+		}
+		if strings.Contains(f.rie.Log(), "Task timed out") {
+			t.Errorf("the emulator reported a timeout:\n%s", f.rie.Log())
+		}
+	})
+
+	// 8. With a store that accepts connections but never answers, the
+	// hand-off gives up in time: 503 AsyncUnavailable before the timeout.
+	t.Run("store hangs at the function limit", func(t *testing.T) {
+		hang, _ := silentBackend(t)
+		hole := blackHole(t)
+		env := s3sqsEnv(hang.URL, v, fq)
+		env["AWS_LAMBDA_FUNCTION_TIMEOUT"] = "3"
+		env["AWS_ENDPOINT_URL_S3"] = "http://" + hole
+		delete(env, "AsyncTriggerTimeout")
+		f := startFunction(t, binary, env)
+		a, body, took := f.invokeHTTP(t, httpEvent(t, "lambda-urls-request.json", httpRequest{
+			method: "POST", rawPath: "/reports/down",
+			headers: map[string]string{"s7pasyncmode": "true", "x-userprofile": "u1", "s7pttl": "60"},
+			body:    []byte("payload"),
+		}))
+		if a.StatusCode != http.StatusServiceUnavailable || a.Headers["X-Gateway-Error"] != "AsyncUnavailable" {
+			t.Errorf("answer %d %s, want 503 AsyncUnavailable", a.StatusCode, body)
+		}
+		if took >= 3*time.Second {
+			t.Errorf("answered after %v, want before the 3 s timeout", took)
+		}
+		if strings.Contains(f.rie.Log(), "Task timed out") {
+			t.Errorf("the emulator reported a timeout:\n%s", f.rie.Log())
+		}
+	})
+}
+
+// blackHole listens on loopback, accepts connections and never answers.
+func blackHole(tb testing.TB) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	tb.Cleanup(func() {
+		l.Close()
+		<-done
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return l.Addr().String()
+}
+
+// receiveContinuation reads the next continuation message as the SQS event
+// source mapping would (it stays in flight for a minute), within 15 s.
+func receiveContinuation(tb testing.TB, sq *sqs.Client, queueURL string) (id, body, receipt string) {
+	tb.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		out, err := sq.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: &queueURL, MaxNumberOfMessages: 1, WaitTimeSeconds: 1, VisibilityTimeout: 60})
+		if err != nil {
+			tb.Fatalf("receive a continuation: %v", err)
+		}
+		for _, m := range out.Messages {
+			return sdkaws.ToString(m.MessageId), sdkaws.ToString(m.Body), sdkaws.ToString(m.ReceiptHandle)
+		}
+	}
+	tb.Fatalf("no continuation message on %s within 15 s", queueURL)
+	return "", "", ""
+}

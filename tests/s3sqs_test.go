@@ -1,0 +1,219 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"fngateway/infra/aws"
+	"fngateway/internal/emulators"
+)
+
+// s3sqsEnv runs the gateway on S3 (versitygw) and SQS (fauxqs), reached
+// through the AWS SDK's own endpoint variables.
+func s3sqsEnv(hosts string, v *emulators.Versitygw, f *emulators.Fauxqs) map[string]string {
+	return map[string]string{
+		"Hosts":                     hosts,
+		"AsyncModeEnabled":          "true",
+		"AsyncTriggerTimeout":       "300",
+		"UserProfiles":              asyncProfile,
+		"AsyncStore":                "s3://gateway-e2e/async",
+		"AsyncQueue":                f.QueueURL("e2e-continuations"),
+		"AWS_ENDPOINT_URL_S3":       v.Endpoint(),
+		"AWS_ENDPOINT_URL_SQS":      f.Endpoint(),
+		"AWS_REGION":                emulators.VersitygwRegion,
+		"AWS_ACCESS_KEY_ID":         emulators.VersitygwAccessKey,
+		"AWS_SECRET_ACCESS_KEY":     emulators.VersitygwSecretKey,
+		"AWS_EC2_METADATA_DISABLED": "true",
+	}
+}
+
+// TestAsyncS3SQS runs the async flow of the local host through S3 and
+// SQS servers: 202, status, 303 to a presigned URL with the exact body, the
+// header blob, a continuation delivered twice, lifecycle notifications on
+// an SQS queue, and a hand-off while the store is down.
+func TestAsyncS3SQS(t *testing.T) {
+	v := emulators.StartVersitygw(t)
+	f := emulators.StartFauxqs(t)
+	be := newSlowBackend(t, 1500*time.Millisecond)
+	gw := StartGateway(t, s3sqsEnv(be.URL, v, f))
+
+	_, acc, took := submitAsync(t, gw.URL, "/reports/s3", nil)
+	if took < 300*time.Millisecond || took > 900*time.Millisecond {
+		t.Errorf("202 after %v; want just after the 300 ms trigger", took)
+	}
+	if !strings.HasPrefix(acc.DataBlobURI, v.Endpoint()+"/gateway-e2e/async/u1-results/") ||
+		!strings.Contains(acc.DataBlobURI, "X-Amz-Signature=") {
+		t.Errorf("data URI %q: want a presigned path-style URL on %s", acc.DataBlobURI, v.Endpoint())
+	}
+
+	// The queue delivers the continuation twice while the in-flight
+	// attempt still runs: one backend call, one result.
+	cfg := aws.Config{
+		AWS: sdkaws.Config{
+			Region:      emulators.FauxqsRegion,
+			Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
+		},
+		SQSEndpoint: f.Endpoint(),
+	}
+	q, err := aws.NewQueue(cfg, f.QueueURL("e2e-continuations"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dup := []byte(`{"v":1,"id":"` + acc.ID + `"}`)
+	ctx := context.Background()
+	if err := q.Enqueue(ctx, dup, 0); err != nil {
+		t.Fatal(err)
+	}
+
+	loc, _ := waitDone(t, acc.StatusURI, 15*time.Second)
+	if !strings.HasPrefix(loc, v.Endpoint()) {
+		t.Errorf("303 Location %q: want a presigned URL on %s", loc, v.Endpoint())
+	}
+	resp, data, _ := Do(t, "GET", loc, nil, "")
+	if resp.StatusCode != 200 || string(data) != "report for /reports/s3: payload-123" {
+		t.Errorf("data blob via presigned URL = %d %q", resp.StatusCode, data)
+	}
+	resp, hb, _ := Do(t, "GET", acc.HeaderBlobURI, nil, "")
+	var h headerBlob
+	if resp.StatusCode != 200 || json.Unmarshal(hb, &h) != nil || h.Status != 201 || h.ID != acc.ID {
+		t.Fatalf("header blob = %d %s", resp.StatusCode, hb)
+	}
+
+	// A duplicate after completion is acknowledged and changes nothing.
+	sq := sqs.NewFromConfig(cfg.AWS, func(o *sqs.Options) { o.BaseEndpoint = sdkaws.String(f.Endpoint()) })
+	before := sqsCount(t, sq, f.QueueURL("e2e-continuations"))
+	if err := q.Enqueue(ctx, dup, 0); err != nil {
+		t.Fatal(err)
+	}
+	waitSQSCount(t, sq, f.QueueURL("e2e-continuations"), before)
+	_, hb2, _ := Do(t, "GET", acc.HeaderBlobURI, nil, "")
+	if string(hb2) != string(hb) {
+		t.Errorf("the header blob changed after a duplicate delivery:\n%s\n%s", hb, hb2)
+	}
+	if got := be.total.Load(); got != 1 {
+		t.Errorf("backend calls = %d; want 1", got)
+	}
+
+	// The profile's topic is an SQS queue of that name.
+	topic, err := sq.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: sdkaws.String("u1-status")})
+	if err != nil {
+		t.Fatalf("topic queue u1-status: %v", err)
+	}
+	var statuses []string
+	deadline := time.Now().Add(10 * time.Second)
+	for !containsAll(statuses, "Queued", "AsyncProcessed") && time.Now().Before(deadline) {
+		out, err := sq.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: topic.QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+		if err != nil {
+			t.Fatalf("receive notifications: %v", err)
+		}
+		for _, m := range out.Messages {
+			var n struct{ RequestGuid, Status, Timestamp, TopicName string }
+			if err := json.Unmarshal([]byte(sdkaws.ToString(m.Body)), &n); err != nil || n.RequestGuid != acc.ID || n.TopicName != "u1-status" {
+				t.Errorf("notification %q: want JSON for %s on u1-status", sdkaws.ToString(m.Body), acc.ID)
+			}
+			statuses = append(statuses, n.Status)
+		}
+	}
+	if !containsAll(statuses, "Queued", "AsyncProcessed") {
+		t.Errorf("notifications %v: want Queued and AsyncProcessed", statuses)
+	}
+
+	// A tampered signature is refused by the S3 server itself.
+	u, _ := url.Parse(acc.DataBlobURI)
+	qs := u.Query()
+	sig := qs.Get("X-Amz-Signature")
+	flip := "0"
+	if sig[0] == '0' {
+		flip = "1"
+	}
+	qs.Set("X-Amz-Signature", flip+sig[1:])
+	u.RawQuery = qs.Encode()
+	if resp, _, _ := Do(t, "GET", u.String(), nil, ""); resp.StatusCode != 403 {
+		t.Errorf("tampered signature: %d; want 403", resp.StatusCode)
+	}
+
+	t.Run("store down: 503 AsyncUnavailable, no 202", func(t *testing.T) {
+		before := be.total.Load()
+		v.Stop()
+		defer v.Start(t)
+		resp, body, took := Do(t, "POST", gw.URL+"/reports/down",
+			map[string]string{"S7PAsyncMode": "true", "X-UserProfile": "u1"}, "payload")
+		if resp.StatusCode != 503 {
+			t.Fatalf("status = %d; want 503 (body %s)", resp.StatusCode, body)
+		}
+		if d := decodeError(t, resp, body); d.Error.Code != "AsyncUnavailable" {
+			t.Errorf("code = %q; want AsyncUnavailable", d.Error.Code)
+		}
+		if resp.Header.Get("Location") != "" || resp.Header.Get("X-Data-Blob-Uri") != "" {
+			t.Errorf("a 503 carries async URIs: %v", resp.Header)
+		}
+		if took > 5*time.Second {
+			t.Errorf("503 after %v; want a quick answer", took)
+		}
+		if be.total.Load() != before+1 {
+			t.Errorf("backend calls = %d; want %d", be.total.Load(), before+1)
+		}
+	})
+}
+
+func containsAll(have []string, want ...string) bool {
+	for _, w := range want {
+		found := false
+		for _, h := range have {
+			found = found || h == w
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// sqsCount is the queue's messages, visible, in flight or delayed.
+func sqsCount(tb testing.TB, c *sqs.Client, queueURL string) int {
+	tb.Helper()
+	out, err := c.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
+		QueueUrl: &queueURL,
+		AttributeNames: []types.QueueAttributeName{
+			types.QueueAttributeNameApproximateNumberOfMessages,
+			types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+			types.QueueAttributeNameApproximateNumberOfMessagesDelayed,
+		},
+	})
+	if err != nil {
+		tb.Fatalf("queue attributes: %v", err)
+	}
+	n := 0
+	for _, v := range out.Attributes {
+		i, err := strconv.Atoi(v)
+		if err != nil {
+			tb.Fatalf("queue attributes %v: %v", out.Attributes, err)
+		}
+		n += i
+	}
+	return n
+}
+
+// waitSQSCount waits until the queue holds want messages: the gateway's
+// worker has received and completed the others.
+func waitSQSCount(tb testing.TB, c *sqs.Client, queueURL string, want int) {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if sqsCount(tb, c, queueURL) == want {
+			return
+		}
+		time.Sleep(50 * time.Millisecond) // polling with a deadline
+	}
+	tb.Fatalf("the queue did not return to %d messages within 10 s", want)
+}
