@@ -268,7 +268,7 @@ func TestLambdaAsyncS3SQS(t *testing.T) {
 			t.Errorf("after the checkpoint the queue holds %q, want a new %q", next, msg)
 		}
 		sa, sb, _ := f.invokeHTTP(t, httpEvent(t, "lambda-urls-request.json", httpRequest{method: "GET", rawPath: "/_gateway/async/" + acc.ID}))
-		if sa.StatusCode != http.StatusOK || !strings.Contains(string(sb), `"checkpoints":1`) {
+		if sa.StatusCode != http.StatusAccepted || !strings.Contains(string(sb), `"checkpoints":1`) {
 			t.Errorf("status after a checkpoint: %d %s, want pending with one checkpoint", sa.StatusCode, sb)
 		}
 		if strings.Contains(f.rie.Log(), "Task timed out") {

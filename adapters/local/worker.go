@@ -69,22 +69,39 @@ func (w *Worker) Run(ctx context.Context) {
 	var running sync.WaitGroup
 	defer running.Wait()
 	for ctx.Err() == nil {
-		// A slot first: nothing is received that cannot run at once.
+		// A slot first: nothing is received that cannot run at once. Only
+		// that one slot is held while the receive waits (a queue may long-
+		// poll), so in-process finishes keep the others.
 		work, done, err := slots.Start(ctx)
 		if err != nil {
 			return
 		}
+		ext, _ := w.Queue.(core.VisibilityExtender)
+		n := 1
+		if ext != nil {
+			// Messages beyond the free slots can be shown again at once.
+			n = min(maxReceive, 1+slots.Free())
+		}
+		msgs, err := w.Queue.Receive(ctx, n, w.visibility())
+		if err != nil && ctx.Err() == nil {
+			log.WarnContext(ctx, "receiving continuations", slog.String("err", err.Error()))
+		}
 		taken := []func(){done}
-		for len(taken) < maxReceive {
+		for len(taken) < len(msgs) {
 			_, more, ok := slots.TryStart()
 			if !ok {
 				break
 			}
 			taken = append(taken, more)
 		}
-		msgs, err := w.Queue.Receive(ctx, len(taken), w.visibility())
-		if err != nil && ctx.Err() == nil {
-			log.WarnContext(ctx, "receiving continuations", slog.String("err", err.Error()))
+		if len(msgs) > len(taken) {
+			// The slots filled meanwhile: the rest wait on the queue.
+			for _, m := range msgs[len(taken):] {
+				if _, xerr := ext.Extend(ctx, m, 0); xerr != nil && ctx.Err() == nil {
+					log.WarnContext(ctx, "returning a continuation to the queue", slog.String("messageId", m.ID), slog.String("err", xerr.Error()))
+				}
+			}
+			msgs = msgs[:len(taken)]
 		}
 		for i, m := range msgs {
 			running.Add(1)

@@ -245,3 +245,55 @@ func TestWorkerDrain(t *testing.T) {
 		t.Errorf("message visible at %v (queued %v); want now", next, ok)
 	}
 }
+
+// longPollQueue is a file-store queue whose Receive waits, as SQS's long
+// poll does, until the test lets it go on.
+type longPollQueue struct {
+	*filestore.Store
+	waiting chan struct{}
+	resume  chan struct{}
+}
+
+func (q *longPollQueue) Receive(ctx context.Context, max int, visibility time.Duration) ([]core.Message, error) {
+	q.waiting <- struct{}{}
+	select {
+	case <-q.resume:
+	case <-ctx.Done():
+		return nil, nil
+	}
+	return q.Store.Receive(ctx, max, visibility)
+}
+
+// TestWorkerHoldsOneSlotWhileWaiting: while the queue long-polls, the
+// worker holds one Continuations slot, not all of them, so the in-process
+// finishes of hand-offs keep the rest.
+func TestWorkerHoldsOneSlotWhileWaiting(t *testing.T) {
+	e := newWorkerEnv(t, 0, 4)
+	q := &longPollQueue{Store: e.fs, waiting: make(chan struct{}), resume: make(chan struct{})}
+	e.w.Queue = q
+	id := e.submit(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { e.w.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	<-q.waiting
+	if got, want := e.a.Continuations.Free(), 3; got != want {
+		t.Errorf("free slots while the worker waits on the queue = %d; want %d", got, want)
+	}
+	q.resume <- struct{}{}
+	go func() { // later polls
+		for {
+			select {
+			case <-q.waiting:
+				select {
+				case q.resume <- struct{}{}:
+				case <-ctx.Done():
+					return
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	waitUntil(t, "the request is done", func() bool { _, done := e.state(t, id); return done })
+}
