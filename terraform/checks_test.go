@@ -16,20 +16,6 @@ import (
 	"fngateway/core"
 )
 
-// pendingSettings are settings CONTRACT §2 lists that other branches add to
-// core.Settings, with the contract's defaults. Until they are merged, a
-// module may write them although core does not know them yet.
-// TODO(integrator): delete this list once MaxBufferedBytes,
-// ClientBodyTimeoutMs, PublicBaseURL, MaxContinuations and InvokeMode are
-// fields of core.Settings; the checks then read their defaults from core.
-var pendingSettings = map[string]setting{
-	"MaxBufferedBytes":    {def: "134217728", hasDef: true},
-	"ClientBodyTimeoutMs": {def: "30000", hasDef: true},
-	"PublicBaseURL":       {},
-	"MaxContinuations":    {def: "16", hasDef: true},
-	"InvokeMode":          {def: "BUFFERED", hasDef: true},
-}
-
 // setting is what the gateway knows of one of its settings.
 type setting struct {
 	def      string
@@ -41,9 +27,6 @@ type setting struct {
 // the field names are the settings, the struct tags their defaults.
 func gatewaySettings() map[string]setting {
 	out := map[string]setting{}
-	for name, s := range pendingSettings {
-		out[name] = s
-	}
 	t := reflect.TypeOf(core.Settings{})
 	for i := range t.NumField() {
 		f := t.Field(i)
