@@ -11,7 +11,10 @@ import (
 	"fngateway/core"
 )
 
-var _ core.Notifier = (*Notifier)(nil)
+var (
+	_ core.Notifier     = (*Notifier)(nil)
+	_ core.TopicChecker = (*Notifier)(nil)
+)
 
 // Notifier implements core.Notifier on SQS: a topic is the standard queue
 // of that name in the client's account and region, created on first use
@@ -28,12 +31,17 @@ func NewNotifier(cfg Config) *Notifier {
 	return &Notifier{client: cfg.sqsClient()}
 }
 
+// CheckTopic reports whether Notify accepts topic as a standard queue name
+// (1–80 letters, digits, hyphens and underscores; not a FIFO queue's
+// ".fifo"), so that a bad topic stops the start-up.
+func (n *Notifier) CheckTopic(topic string) error { return checkQueueName(topic) }
+
 // Notify sends body to the queue named topic. A topic that is not a valid
 // standard queue name (1–80 letters, digits, hyphens and underscores) and
 // a body Enqueue would refuse are refused. A queue deleted since its URL
 // was looked up is looked up (or created) again once.
 func (n *Notifier) Notify(ctx context.Context, topic string, body []byte) error {
-	if err := checkQueueName(topic); err != nil {
+	if err := n.CheckTopic(topic); err != nil {
 		return fmt.Errorf("notify: %w", err)
 	}
 	if err := checkBody(body); err != nil {

@@ -5,17 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
 
 	"fngateway/core"
 )
 
-var _ core.Queue = (*Queue)(nil)
+var (
+	_ core.Queue              = (*Queue)(nil)
+	_ core.VisibilityExtender = (*Queue)(nil)
+)
 
 // Limits of SQS standard queues.
 const (
@@ -136,6 +141,43 @@ func (q *Queue) Complete(ctx context.Context, m core.Message) error {
 		return fmt.Errorf("complete message %s: %w", m.ID, err)
 	}
 	return nil
+}
+
+// Extend hides the received message m for visibility from now, rounded
+// up to whole seconds and at most 12 hours (SQS's limit, which also counts
+// from the message's first receipt); zero makes it visible at once. SQS
+// keeps the receipt handle, so m is returned as it is. A message that is
+// gone, no longer in flight, or received again since (its handle is then
+// stale), and a queue that is gone, give an error wrapping core.ErrNotFound.
+func (q *Queue) Extend(ctx context.Context, m core.Message, visibility time.Duration) (core.Message, error) {
+	_, err := q.client.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
+		QueueUrl:          &q.url,
+		ReceiptHandle:     &m.Receipt,
+		VisibilityTimeout: seconds(visibility, 0, maxVisibility),
+	})
+	if isLostMessage(err) || isMissingQueue(err) {
+		return m, fmt.Errorf("extend message %s: %w", m.ID, core.ErrNotFound)
+	}
+	if err != nil {
+		return m, fmt.Errorf("extend message %s: %w", m.ID, err)
+	}
+	return m, nil
+}
+
+// isLostMessage reports whether err says a receipt handle no longer holds
+// its message: not a handle (ReceiptHandleIsInvalid), a message no longer
+// in flight (MessageNotInflight), or, as SQS answers a handle from an
+// earlier receipt or of a deleted message, InvalidParameterValue about the
+// ReceiptHandle.
+func isLostMessage(err error) bool {
+	var invalid *types.ReceiptHandleIsInvalid
+	var notInflight *types.MessageNotInflight
+	if errors.As(err, &invalid) || errors.As(err, &notInflight) {
+		return true
+	}
+	var ae smithy.APIError
+	return errors.As(err, &ae) && strings.HasSuffix(ae.ErrorCode(), "InvalidParameterValue") &&
+		strings.Contains(ae.ErrorMessage(), "ReceiptHandle")
 }
 
 // create creates the queue with the longest retention, tolerating one

@@ -9,43 +9,20 @@ import (
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
 
 	"fngateway/core"
 	"fngateway/internal/emulators"
 )
 
 // TestQueue runs Queues against one fauxqs; subtests use queues of their
-// own and run in parallel.
+// own and run in parallel. What every Queue must do (delivery, visibility,
+// redelivery, delay, Extend) is core/porttest's, run by TestQueuePort;
+// here is what is SQS's own.
 func TestQueue(t *testing.T) {
 	t.Parallel()
 	f := emulators.StartFauxqs(t)
-
-	t.Run("RoundTrip", func(t *testing.T) {
-		t.Parallel()
-		ctx := testContext(t)
-		q := newQueueOn(t, f, uniqueName("rt")) // created by the first Enqueue
-		body := []byte(`{"v":1,"id":"0123456789abcdef0123456789abcdef"}`)
-		if err := q.Enqueue(ctx, body, 0); err != nil {
-			t.Fatalf("Enqueue: %v", err)
-		}
-		msgs, err := q.Receive(ctx, 32, time.Minute)
-		if err != nil {
-			t.Fatalf("Receive: %v", err)
-		}
-		if len(msgs) != 1 {
-			t.Fatalf("Receive: %d messages, want 1", len(msgs))
-		}
-		m := msgs[0]
-		if string(m.Body) != string(body) || m.DequeueCount != 1 || m.ID == "" || m.Receipt == "" {
-			t.Fatalf("Receive = %+v, want body %s, DequeueCount 1, an id and a receipt", m, body)
-		}
-		if err := q.Complete(ctx, m); err != nil {
-			t.Fatalf("Complete: %v", err)
-		}
-		if msgs, err := q.Receive(ctx, 32, time.Minute); err != nil || len(msgs) != 0 {
-			t.Fatalf("Receive after Complete = %d messages, %v; want none", len(msgs), err)
-		}
-	})
 
 	t.Run("PlainText", func(t *testing.T) {
 		t.Parallel()
@@ -66,43 +43,7 @@ func TestQueue(t *testing.T) {
 		}
 	})
 
-	t.Run("VisibilityRedelivery", func(t *testing.T) {
-		t.Parallel()
-		ctx := testContext(t)
-		q := newQueueOn(t, f, uniqueName("vis"))
-		if err := q.Enqueue(ctx, []byte("again"), 0); err != nil {
-			t.Fatalf("Enqueue: %v", err)
-		}
-		start := time.Now()
-		first, err := q.Receive(ctx, 1, 2*time.Second)
-		if err != nil || len(first) != 1 {
-			t.Fatalf("first Receive: %d messages, %v", len(first), err)
-		}
-		// This Receive waits up to 1 s, inside the 2 s.
-		if msgs, err := q.Receive(ctx, 1, time.Second); err != nil || len(msgs) != 0 {
-			t.Fatalf("Receive while hidden: %d messages, %v; want none", len(msgs), err)
-		}
-		var second []core.Message
-		eventually(t, 10*time.Second, "redelivery after the visibility timeout", func() bool {
-			second, err = q.Receive(ctx, 1, time.Minute)
-			return err == nil && len(second) == 1
-		})
-		if d := time.Since(start); d < 1900*time.Millisecond {
-			t.Errorf("redelivered %v after a 2 s visibility timeout", d)
-		}
-		m := second[0]
-		if m.ID != first[0].ID || string(m.Body) != "again" || m.DequeueCount != 2 {
-			t.Fatalf("redelivery = %+v, want message %s again with DequeueCount 2", m, first[0].ID)
-		}
-		if err := q.Complete(ctx, m); err != nil {
-			t.Fatalf("Complete with the new receipt: %v", err)
-		}
-		if msgs, err := q.Receive(ctx, 1, time.Minute); err != nil || len(msgs) != 0 {
-			t.Fatalf("Receive after Complete: %d messages, %v; want none", len(msgs), err)
-		}
-	})
-
-	t.Run("Delay", func(t *testing.T) {
+	t.Run("DelayRoundsUp", func(t *testing.T) {
 		t.Parallel()
 		ctx := testContext(t)
 		q := newQueueOn(t, f, uniqueName("delay"))
@@ -244,9 +185,114 @@ func TestNotifier(t *testing.T) {
 		t.Fatalf("Notify after the queue was deleted: %v", err)
 	}
 
-	for _, bad := range []string{"", "has space", "a.fifo", strings.Repeat("x", 81)} {
-		if err := n.Notify(ctx, bad, []byte("x")); err == nil {
-			t.Errorf("Notify(topic %q): no error", bad)
+	if err := n.Notify(ctx, "has space", []byte("x")); err == nil {
+		t.Error(`Notify(topic "has space"): no error`)
+	}
+}
+
+// TestNotifierCheckTopic: a topic that is not an SQS standard queue name
+// is refused by CheckTopic and so stops the start-up (ValidateTopics).
+func TestNotifierCheckTopic(t *testing.T) {
+	t.Parallel()
+	n := NewNotifier(Config{})
+	for _, tc := range []struct {
+		topic string
+		ok    bool
+	}{
+		{"a", true},
+		{"lifecycle", true},
+		{"Life_Cycle-2", true},
+		{strings.Repeat("x", 80), true},
+		{"", false},
+		{strings.Repeat("x", 81), false},
+		{"has space", false},
+		{"dotted.name", false},
+		{"events.fifo", false},
+		{"slash/name", false},
+		{"colon:name", false},
+		{"é", false},
+		{"nul\x00", false},
+	} {
+		err := n.CheckTopic(tc.topic)
+		if (err == nil) != tc.ok {
+			t.Errorf("CheckTopic(%.90q) = %v; want ok %v", tc.topic, err, tc.ok)
+		}
+		if !tc.ok && err != nil && !strings.Contains(err.Error(), "want") {
+			t.Errorf("CheckTopic(%.90q) = %q; want it to say what a valid name is", tc.topic, err)
+		}
+		profiles := core.Profiles{"u": {UserID: "u", Async: core.AsyncConfig{Enabled: true, Topic: tc.topic}}}
+		err = profiles.ValidateTopics(n)
+		var se *core.SettingError
+		switch {
+		case tc.topic == "" && err != nil: // no topic: nothing to check
+			t.Errorf("ValidateTopics with no topic: %v", err)
+		case tc.topic != "" && !tc.ok && (!errors.As(err, &se) || se.Name != "UserProfiles"):
+			t.Errorf("ValidateTopics(topic %.90q) = %v; want a UserProfiles SettingError", tc.topic, err)
+		case tc.ok && err != nil:
+			t.Errorf("ValidateTopics(topic %.90q) = %v; want nil", tc.topic, err)
+		}
+	}
+}
+
+// TestQueueExtend covers what Extend does beyond porttest's checks: a
+// visibility past SQS's 12 hours is clamped, not refused, and a deleted
+// message cannot be extended.
+func TestQueueExtend(t *testing.T) {
+	t.Parallel()
+	q := newTestQueue(t)
+	ctx := testContext(t)
+	if err := q.Enqueue(ctx, []byte("x"), 0); err != nil {
+		t.Fatalf("Enqueue: %v", err)
+	}
+	var msgs []core.Message
+	eventually(t, 10*time.Second, "the message", func() bool {
+		var err error
+		msgs, err = q.Receive(ctx, 1, time.Second)
+		return err == nil && len(msgs) == 1
+	})
+	m, err := q.Extend(ctx, msgs[0], 13*time.Hour)
+	if err != nil {
+		t.Fatalf("Extend by 13 hours: %v; want it clamped to 12", err)
+	}
+	if m.Receipt != msgs[0].Receipt || m.ID != msgs[0].ID {
+		t.Errorf("Extend returned %+v; want the message as received (SQS keeps the receipt)", m)
+	}
+	// Past the 1 s it was received with (Receive waits up to 1 s more).
+	time.Sleep(1500 * time.Millisecond) // asserting an absence
+	if again, err := q.Receive(ctx, 1, time.Minute); err != nil || len(again) != 0 {
+		t.Fatalf("Receive after Extend = %d messages, %v; want none (still hidden)", len(again), err)
+	}
+	if err := q.Complete(ctx, m); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	if _, err := q.Extend(ctx, m, time.Minute); !errors.Is(err, core.ErrNotFound) {
+		t.Errorf("Extend of a deleted message: error = %v; want ErrNotFound", err)
+	}
+}
+
+// TestIsLostMessage: the errors SQS gives for a receipt handle that no
+// longer holds its message, including the InvalidParameterValue AWS
+// answers for a handle of an earlier receipt, which fauxqs does not send.
+func TestIsLostMessage(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"ReceiptHandleIsInvalid", &types.ReceiptHandleIsInvalid{}, true},
+		{"MessageNotInflight", fmt.Errorf("op: %w", &types.MessageNotInflight{}), true},
+		{"stale handle", &smithy.GenericAPIError{Code: "InvalidParameterValue",
+			Message: "Value AQEB for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change."}, true},
+		{"stale handle, query protocol code", &smithy.GenericAPIError{Code: "AWS.SimpleQueueService.InvalidParameterValue",
+			Message: "Value x for parameter ReceiptHandle is invalid."}, true},
+		{"other parameter", &smithy.GenericAPIError{Code: "InvalidParameterValue", Message: "Value 99999 for parameter VisibilityTimeout is invalid."}, false},
+		{"throttled", &types.RequestThrottled{}, false},
+		{"plain", errors.New("connection refused"), false},
+	} {
+		if got := isLostMessage(tc.err); got != tc.want {
+			t.Errorf("%s: isLostMessage(%v) = %v; want %v", tc.name, tc.err, got, tc.want)
 		}
 	}
 }
