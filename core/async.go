@@ -231,7 +231,7 @@ type Claim struct {
 	a        *Async
 	id       string
 	owner    string
-	rec      *Record
+	rec      *asyncRecord
 	lost     context.Context // ends with ErrLeaseLost
 	stop     func()          // stops renewing the lease
 	finished atomic.Bool
@@ -413,14 +413,14 @@ func (a *Async) submit(ctx context.Context, req *Request, profile *Profile, infl
 		return nil, nil, asyncUnavailable("store the request body", err)
 	}
 	// 2. The record.
-	rec := &Record{V: recordVersion, ID: id, State: StateQueued, Profile: profileID, Topic: topic,
+	rec := &asyncRecord{V: recordVersion, ID: id, State: StateQueued, Profile: profileID, Topic: topic,
 		Container: container, Arrival: arrival.UTC(), Expiry: expiry.UTC(), Request: snap}
 	var owner string
 	lease := a.leaseLen()
 	if inflight {
 		owner = newAsyncID()
 		rec.State = StateRunning
-		rec.Claim = &Lease{Owner: owner, Until: now.Add(lease).UTC(), Inflight: true}
+		rec.Claim = &claimLease{Owner: owner, Until: now.Add(lease).UTC(), Inflight: true}
 	}
 	enc, err := rec.Encode()
 	if err != nil {
@@ -434,7 +434,7 @@ func (a *Async) submit(ctx context.Context, req *Request, profile *Profile, infl
 	if inflight {
 		delay = queueDelay(lease)
 	}
-	if err := a.Queue.Enqueue(ctx, Continuation{ID: id}.Encode(), delay); err != nil {
+	if err := a.Queue.Enqueue(ctx, wireContinuation{ID: id}.Encode(), delay); err != nil {
 		if !a.abandon(ctx, id, owner) {
 			return nil, nil, asyncUnavailable("enqueue the continuation", err)
 		}
@@ -490,8 +490,8 @@ func (a *Async) accepted(ctx context.Context, id, container string, expiry time.
 }
 
 // snapshotRequest copies what a continuation needs of req, body aside.
-func snapshotRequest(req *Request) RequestSnapshot {
-	return RequestSnapshot{
+func snapshotRequest(req *Request) requestSnapshot {
+	return requestSnapshot{
 		Method: req.Method, Path: req.Path, RawQuery: req.RawQuery, Header: req.Header.Clone(),
 		Host: req.Host, RemoteAddr: req.RemoteAddr, Proto: req.Proto,
 		IdempotencyKey: req.IdempotencyKey, ClientKey: req.ClientKey,
@@ -499,7 +499,7 @@ func snapshotRequest(req *Request) RequestSnapshot {
 }
 
 // storeBody writes req's body, if any, to its blob and notes its size.
-func (a *Async) storeBody(ctx context.Context, id string, req *Request, snap *RequestSnapshot) error {
+func (a *Async) storeBody(ctx context.Context, id string, req *Request, snap *requestSnapshot) error {
 	switch {
 	case req.BodyStream != nil:
 		cr := &countingReader{r: req.BodyStream}
@@ -541,7 +541,7 @@ var (
 func (a *Async) abandon(ctx context.Context, id, owner string) (movedOn bool) {
 	ctx, cancel := cleanupContext(ctx)
 	defer cancel()
-	_, err := a.updateRecord(ctx, id, func(r *Record) error {
+	_, err := a.updateRecord(ctx, id, func(r *asyncRecord) error {
 		switch {
 		case r.State == StateAbandoned:
 			return errNoop
@@ -628,7 +628,7 @@ func (a *Async) lookupIdempotent(ctx context.Context, key, fp string) (*Accepted
 	}
 	rec, err := a.loadRecord(ctx, e.ID)
 	switch {
-	case errors.Is(err, ErrNotFound), errors.Is(err, ErrBadRecord):
+	case errors.Is(err, ErrNotFound), errors.Is(err, errBadRecord):
 		return nil, version, nil
 	case err != nil:
 		return nil, "", asyncUnavailable("read the idempotency index", err)
@@ -671,17 +671,17 @@ func (a *Async) index(ctx context.Context, key, version, fp string, readableUnti
 }
 
 // loadRecord reads and decodes the record of id.
-func (a *Async) loadRecord(ctx context.Context, id string) (*Record, error) {
+func (a *Async) loadRecord(ctx context.Context, id string) (*asyncRecord, error) {
 	data, _, err := a.Store.Get(ctx, asyncRecordKey(id))
 	if err != nil {
 		return nil, err
 	}
-	r, err := DecodeRecord(data)
+	r, err := decodeAsyncRecord(data)
 	if err != nil {
 		return nil, err
 	}
 	if r.ID != id {
-		return nil, fmt.Errorf("%w: record of %s names %s", ErrBadRecord, id, r.ID)
+		return nil, fmt.Errorf("%w: record of %s names %s", errBadRecord, id, r.ID)
 	}
 	return r, nil
 }
@@ -690,19 +690,19 @@ func (a *Async) loadRecord(ctx context.Context, id string) (*Record, error) {
 // read, which is written back only if nobody wrote it meanwhile; on a
 // conflict fn runs again on the new version. An error from fn ends the
 // update without writing and is returned with the record fn saw.
-func (a *Async) updateRecord(ctx context.Context, id string, fn func(*Record) error) (*Record, error) {
+func (a *Async) updateRecord(ctx context.Context, id string, fn func(*asyncRecord) error) (*asyncRecord, error) {
 	key := asyncRecordKey(id)
 	for try := 1; ; try++ {
 		data, version, err := a.Store.Get(ctx, key)
 		if err != nil {
 			return nil, fmt.Errorf("read record: %w", err)
 		}
-		r, err := DecodeRecord(data)
+		r, err := decodeAsyncRecord(data)
 		if err != nil {
 			return nil, err
 		}
 		if r.ID != id {
-			return nil, fmt.Errorf("%w: record of %s names %s", ErrBadRecord, id, r.ID)
+			return nil, fmt.Errorf("%w: record of %s names %s", errBadRecord, id, r.ID)
 		}
 		if err := fn(r); err != nil {
 			return r, err
@@ -826,7 +826,7 @@ func (a *Async) report(ctx context.Context, id string, err error) {
 // of a submission that failed is an error wrapping ErrNotFound. A request
 // past its expiry plus its read grace (see AsyncReadGrace) is an *Error with ReasonExpired,
 // whatever its state, and nothing is signed; one whose record cannot be
-// decoded is an *Error with ReasonCorruptRecord wrapping ErrBadRecord (it
+// decoded is an *Error with ReasonCorruptRecord wrapping errBadRecord (it
 // never completes). Once done, the view carries freshly signed URLs of the
 // result blobs, valid until the request expires and for at least a few
 // minutes, never past the end of the read grace.
@@ -838,7 +838,7 @@ func (a *Async) Status(ctx context.Context, id string) (*StatusView, error) {
 	if errors.Is(err, ErrNotFound) || err == nil && rec.State == StateAbandoned {
 		return nil, fmt.Errorf("async status %s: %w", id, ErrNotFound)
 	}
-	if errors.Is(err, ErrBadRecord) {
+	if errors.Is(err, errBadRecord) {
 		return nil, &Error{Reason: ReasonCorruptRecord, Message: "the record of async request " + id + " cannot be read; it will not complete", Err: err}
 	}
 	if err != nil {

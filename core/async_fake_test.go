@@ -162,13 +162,13 @@ func (s *fakeStore) writeCount() int {
 }
 
 // record decodes the record of id.
-func (s *fakeStore) record(tb testing.TB, id string) *Record {
+func (s *fakeStore) record(tb testing.TB, id string) *asyncRecord {
 	tb.Helper()
 	o, ok := s.object(asyncRecordKey(id))
 	if !ok {
 		tb.Fatalf("no record for %s", id)
 	}
-	r, err := DecodeRecord(o.data)
+	r, err := decodeAsyncRecord(o.data)
 	if err != nil {
 		tb.Fatalf("record of %s: %v", id, err)
 	}
@@ -176,7 +176,7 @@ func (s *fakeStore) record(tb testing.TB, id string) *Record {
 }
 
 // putRecord overwrites the record of r.ID, as a dead worker left it.
-func (s *fakeStore) putRecord(tb testing.TB, r *Record) {
+func (s *fakeStore) putRecord(tb testing.TB, r *asyncRecord) {
 	tb.Helper()
 	b, err := r.Encode()
 	if err != nil {

@@ -28,7 +28,7 @@ func FuzzDecodeContinuation(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		c, err := DecodeContinuation(b)
+		c, err := decodeContinuation(b)
 		if err != nil {
 			if !errors.Is(err, ErrBadMessage) {
 				t.Fatalf("error %v does not wrap ErrBadMessage", err)
@@ -39,7 +39,7 @@ func FuzzDecodeContinuation(f *testing.F) {
 			t.Fatalf("accepted id %q", c.ID)
 		}
 		enc := c.Encode()
-		c2, err := DecodeContinuation(enc)
+		c2, err := decodeContinuation(enc)
 		if err != nil || c2 != c {
 			t.Fatalf("round trip of %q: %q gave %+v, %v", b, enc, c2, err)
 		}
@@ -49,24 +49,24 @@ func FuzzDecodeContinuation(f *testing.F) {
 	})
 }
 
-// FuzzDecodeRecord: the decoder never panics, refuses with ErrBadRecord,
+// FuzzDecodeRecord: the decoder never panics, refuses with errBadRecord,
 // and what it accepts encodes and decodes back to the same encoding.
 func FuzzDecodeRecord(f *testing.F) {
 	arrival := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	full := &Record{V: 1, ID: "0123456789abcdef0123456789abcdef", State: StateRunning, Profile: "alice", Topic: "t",
+	full := &asyncRecord{V: 1, ID: "0123456789abcdef0123456789abcdef", State: StateRunning, Profile: "alice", Topic: "t",
 		Container: "gateway-results", Arrival: arrival, Expiry: arrival.Add(time.Hour),
-		Request: RequestSnapshot{Method: "POST", Path: "/a/b", RawQuery: "x=1", Header: http.Header{"A": {"1", "2"}},
+		Request: requestSnapshot{Method: "POST", Path: "/a/b", RawQuery: "x=1", Header: http.Header{"A": {"1", "2"}},
 			Host: "h", RemoteAddr: "1.2.3.4:5", Proto: "https", IdempotencyKey: "k", ClientKey: true, BodySize: 3},
 		Attempts:    []Attempt{{Host: "b", Status: 503, Outcome: OutcomeStatus, DurationMs: 12}, {Host: "b", Outcome: OutcomeFunctionLimit}},
 		Checkpoints: 1,
-		Claim:       &Lease{Owner: "fedcba9876543210fedcba9876543210", Until: arrival.Add(time.Minute), Inflight: true},
+		Claim:       &claimLease{Owner: "fedcba9876543210fedcba9876543210", Until: arrival.Add(time.Minute), Inflight: true},
 	}
 	done := *full
 	done.State, done.Claim = StateSucceeded, nil
-	done.Result = &RecordResult{Status: 200, CompletedAt: arrival.Add(2 * time.Minute)}
-	minimal := &Record{V: 1, ID: full.ID, State: StateQueued, Container: "abc", Arrival: arrival, Expiry: arrival,
-		Request: RequestSnapshot{Method: "GET", Path: "/"}}
-	for _, r := range []*Record{full, &done, minimal} {
+	done.Result = &recordResult{Status: 200, CompletedAt: arrival.Add(2 * time.Minute)}
+	minimal := &asyncRecord{V: 1, ID: full.ID, State: StateQueued, Container: "abc", Arrival: arrival, Expiry: arrival,
+		Request: requestSnapshot{Method: "GET", Path: "/"}}
+	for _, r := range []*asyncRecord{full, &done, minimal} {
 		b, err := r.Encode()
 		if err != nil {
 			f.Fatal(err)
@@ -78,10 +78,10 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Add([]byte(`{"v":1,"state":"nope"}`))
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := DecodeRecord(b)
+		r, err := decodeAsyncRecord(b)
 		if err != nil {
-			if !errors.Is(err, ErrBadRecord) {
-				t.Fatalf("error %v does not wrap ErrBadRecord", err)
+			if !errors.Is(err, errBadRecord) {
+				t.Fatalf("error %v does not wrap errBadRecord", err)
 			}
 			return
 		}
@@ -92,7 +92,7 @@ func FuzzDecodeRecord(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Encode of an accepted record: %v", err)
 		}
-		r2, err := DecodeRecord(enc)
+		r2, err := decodeAsyncRecord(enc)
 		if err != nil {
 			t.Fatalf("decode of %s: %v", enc, err)
 		}
@@ -105,11 +105,11 @@ func FuzzDecodeRecord(f *testing.F) {
 
 func BenchmarkRecordRoundTrip(b *testing.B) {
 	arrival := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	r := &Record{V: 1, ID: "0123456789abcdef0123456789abcdef", State: StateRunning, Container: "gateway-results",
+	r := &asyncRecord{V: 1, ID: "0123456789abcdef0123456789abcdef", State: StateRunning, Container: "gateway-results",
 		Arrival: arrival, Expiry: arrival.Add(time.Hour),
-		Request:  RequestSnapshot{Method: "POST", Path: "/jobs", Header: http.Header{"Content-Type": {"application/json"}}, IdempotencyKey: "k"},
+		Request:  requestSnapshot{Method: "POST", Path: "/jobs", Header: http.Header{"Content-Type": {"application/json"}}, IdempotencyKey: "k"},
 		Attempts: []Attempt{{Host: "b", Status: 503, Outcome: OutcomeStatus, DurationMs: 12}},
-		Claim:    &Lease{Owner: "fedcba9876543210fedcba9876543210", Until: arrival.Add(time.Minute)},
+		Claim:    &claimLease{Owner: "fedcba9876543210fedcba9876543210", Until: arrival.Add(time.Minute)},
 	}
 	b.ReportAllocs()
 	for b.Loop() {
@@ -117,7 +117,7 @@ func BenchmarkRecordRoundTrip(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := DecodeRecord(enc); err != nil {
+		if _, err := decodeAsyncRecord(enc); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -129,8 +129,8 @@ func BenchmarkRecordRoundTrip(b *testing.B) {
 // last, and nothing before the end of the read grace.
 func FuzzAsyncGarbage(f *testing.F) {
 	arrival := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	rec := &Record{V: 1, ID: strings.Repeat("ab", 16), State: StateSucceeded, Container: "u1-results",
-		Arrival: arrival, Expiry: arrival.Add(time.Hour), Request: RequestSnapshot{Method: "POST", Path: "/x"}}
+	rec := &asyncRecord{V: 1, ID: strings.Repeat("ab", 16), State: StateSucceeded, Container: "u1-results",
+		Arrival: arrival, Expiry: arrival.Add(time.Hour), Request: requestSnapshot{Method: "POST", Path: "/x"}}
 	enc, _ := rec.Encode()
 	entry, _ := json.Marshal(idempotencyEntry{V: 1, ID: rec.ID, ReadableUntil: arrival.Add(time.Hour + AsyncReadGrace)})
 	f.Add(asyncRecordKey(rec.ID), enc, int64(2*time.Hour))
@@ -148,7 +148,7 @@ func FuzzAsyncGarbage(f *testing.F) {
 		}
 		switch {
 		case strings.HasPrefix(key, asyncRecordsPrefix):
-			r, err := DecodeRecord(data)
+			r, err := decodeAsyncRecord(data)
 			if err != nil {
 				t.Fatalf("deletes for an undecodable record: %q", keys)
 			}

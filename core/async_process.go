@@ -33,7 +33,7 @@ var errBodyLost = errors.New("stored request body is missing or truncated")
 // ErrBadMessage; any other error is transient, and the queue should deliver
 // the message again.
 func (a *Async) Process(ctx context.Context, msg []byte) error {
-	c, err := DecodeContinuation(msg)
+	c, err := decodeContinuation(msg)
 	if err != nil {
 		return fmt.Errorf("process continuation: %w", err)
 	}
@@ -42,7 +42,7 @@ func (a *Async) Process(ctx context.Context, msg []byte) error {
 
 // session is a claim held while a continuation runs.
 type session struct {
-	rec      *Record // as claimed
+	rec      *asyncRecord // as claimed
 	owner    string
 	inflight bool            // Finish of an inflight claim, not a queue worker
 	work     context.Context // ends with ErrLeaseLost when the lease is lost
@@ -65,7 +65,7 @@ func (a *Async) continueRequest(ctx context.Context, id string) error {
 		until = deadline
 	}
 	var first, seen bool
-	rec, err := a.updateRecord(ctx, id, func(r *Record) error {
+	rec, err := a.updateRecord(ctx, id, func(r *asyncRecord) error {
 		if r.State.Done() {
 			return errNoop
 		}
@@ -74,7 +74,7 @@ func (a *Async) continueRequest(ctx context.Context, id string) error {
 		}
 		first = r.State == StateQueued && now.Before(r.Expiry)
 		seen = r.State != StateQueued || r.Claim != nil
-		r.Claim = &Lease{Owner: owner, Until: until.UTC()}
+		r.Claim = &claimLease{Owner: owner, Until: until.UTC()}
 		if now.Before(r.Expiry) {
 			r.State = StateRunning
 		}
@@ -83,7 +83,7 @@ func (a *Async) continueRequest(ctx context.Context, id string) error {
 	switch {
 	case errors.Is(err, ErrNotFound), errors.Is(err, errNoop):
 		return nil
-	case errors.Is(err, ErrBadRecord):
+	case errors.Is(err, errBadRecord):
 		// Terminal: no delivery can ever decode it. The message is
 		// settled; the status URI answers CorruptRecord.
 		a.reportCorrupt(ctx, id, err)
@@ -155,7 +155,7 @@ func (a *Async) reportCorrupt(ctx context.Context, id string, cause error) {
 // MaxAttempts and its host rotation continued, and the body read back. An
 // attempt cut by the execution limit does not count: it was not the
 // backend's failure. The Closer, if any, is a streamed body's blob.
-func (a *Async) rebuild(ctx context.Context, rec *Record, limit time.Time) (*Request, io.Closer, error) {
+func (a *Async) rebuild(ctx context.Context, rec *asyncRecord, limit time.Time) (*Request, io.Closer, error) {
 	if a.Router == nil {
 		return nil, nil, errors.New("async: no Router")
 	}
@@ -228,7 +228,7 @@ func (a *Async) keepLease(ctx context.Context, id, owner string, lease time.Dura
 			if !limit.IsZero() && limit.Before(until) {
 				until = limit
 			}
-			_, err := a.updateRecord(ctx, id, func(r *Record) error {
+			_, err := a.updateRecord(ctx, id, func(r *asyncRecord) error {
 				if r.State.Done() || r.Claim == nil || r.Claim.Owner != owner {
 					return ErrLeaseLost
 				}
@@ -260,7 +260,7 @@ func (a *Async) keepLease(ctx context.Context, id, owner string, lease time.Dura
 
 // requeue leaves a message for request id, visible after wait.
 func (a *Async) requeue(ctx context.Context, id string, wait time.Duration) error {
-	if err := a.Queue.Enqueue(ctx, Continuation{ID: id}.Encode(), queueDelay(wait)); err != nil {
+	if err := a.Queue.Enqueue(ctx, wireContinuation{ID: id}.Encode(), queueDelay(wait)); err != nil {
 		return fmt.Errorf("re-enqueue continuation %s: %w", id, err)
 	}
 	return nil
@@ -457,7 +457,7 @@ func (a *Async) adoptResult(ctx context.Context, s *session) (bool, error) {
 func (a *Async) finalize(ctx context.Context, id string, status int, gatewayCode string, completed time.Time, all []Attempt) error {
 	state := resultState(status, gatewayCode)
 	var topic string
-	_, err := a.updateRecord(ctx, id, func(r *Record) error {
+	_, err := a.updateRecord(ctx, id, func(r *asyncRecord) error {
 		if r.State.Done() {
 			return errNoop
 		}
@@ -466,7 +466,7 @@ func (a *Async) finalize(ctx context.Context, id string, status int, gatewayCode
 		if all != nil {
 			r.Attempts = all
 		}
-		r.Result = &RecordResult{Status: status, CompletedAt: completed}
+		r.Result = &recordResult{Status: status, CompletedAt: completed}
 		return nil
 	})
 	if errors.Is(err, errNoop) {
@@ -488,7 +488,7 @@ func (a *Async) handOn(ctx context.Context, s *session, all []Attempt, checkpoin
 	s.end()
 	ctx, cancel := cleanupContext(ctx)
 	defer cancel()
-	_, err := a.updateRecord(ctx, s.rec.ID, func(r *Record) error {
+	_, err := a.updateRecord(ctx, s.rec.ID, func(r *asyncRecord) error {
 		if r.State.Done() || r.Claim == nil || r.Claim.Owner != s.owner {
 			return ErrLeaseLost
 		}
@@ -506,7 +506,7 @@ func (a *Async) handOn(ctx context.Context, s *session, all []Attempt, checkpoin
 		return fmt.Errorf("continuation %s: release claim: %w", s.rec.ID, err)
 	}
 	if checkpoint || s.inflight {
-		if err := a.Queue.Enqueue(ctx, Continuation{ID: s.rec.ID}.Encode(), 0); err != nil {
+		if err := a.Queue.Enqueue(ctx, wireContinuation{ID: s.rec.ID}.Encode(), 0); err != nil {
 			return fmt.Errorf("continuation %s: enqueue the next continuation: %w", s.rec.ID, err)
 		}
 	}

@@ -15,14 +15,14 @@ import (
 // blob. Each is versioned JSON; the decoders are strict, because messages
 // and records come back from storage the gateway does not fully control.
 
-// ErrBadMessage is wrapped by the error DecodeContinuation returns, and so by
+// ErrBadMessage is wrapped by the error decodeContinuation returns, and so by
 // Async.Process, for a continuation message that cannot be decoded. The
 // adapter fails that message alone (CONTRACT §6).
 var ErrBadMessage = errors.New("bad continuation message")
 
-// ErrBadRecord is wrapped by the error DecodeRecord returns for a
+// errBadRecord is wrapped by the error decodeAsyncRecord returns for a
 // continuation record that cannot be decoded.
-var ErrBadRecord = errors.New("bad continuation record")
+var errBadRecord = errors.New("bad continuation record")
 
 // continuationVersion and recordVersion are the format versions written.
 const (
@@ -33,9 +33,9 @@ const (
 // maxMessageBytes bounds a continuation message; real ones are ~60 bytes.
 const maxMessageBytes = 4 << 10
 
-// Continuation is the payload of a queue message: "continue async request
+// wireContinuation is the payload of a queue message: "continue async request
 // ID". Its wire form is {"v":1,"id":"<32 hex digits>"}.
-type Continuation struct {
+type wireContinuation struct {
 	ID string
 }
 
@@ -45,29 +45,29 @@ type continuationJSON struct {
 }
 
 // Encode returns c's wire form.
-func (c Continuation) Encode() []byte {
+func (c wireContinuation) Encode() []byte {
 	b, _ := json.Marshal(continuationJSON{V: continuationVersion, ID: c.ID})
 	return b
 }
 
-// DecodeContinuation parses a queue message body. Anything but one JSON
+// decodeContinuation parses a queue message body. Anything but one JSON
 // object of version 1 with a well-formed id and no other keys is an error
 // wrapping ErrBadMessage.
-func DecodeContinuation(b []byte) (Continuation, error) {
+func decodeContinuation(b []byte) (wireContinuation, error) {
 	if len(b) > maxMessageBytes {
-		return Continuation{}, fmt.Errorf("%w: %d bytes, want at most %d", ErrBadMessage, len(b), maxMessageBytes)
+		return wireContinuation{}, fmt.Errorf("%w: %d bytes, want at most %d", ErrBadMessage, len(b), maxMessageBytes)
 	}
 	var w continuationJSON
 	if err := decodeStrict(b, &w); err != nil {
-		return Continuation{}, fmt.Errorf("%w: %v", ErrBadMessage, err)
+		return wireContinuation{}, fmt.Errorf("%w: %v", ErrBadMessage, err)
 	}
 	if w.V != continuationVersion {
-		return Continuation{}, fmt.Errorf("%w: version %d, want %d", ErrBadMessage, w.V, continuationVersion)
+		return wireContinuation{}, fmt.Errorf("%w: version %d, want %d", ErrBadMessage, w.V, continuationVersion)
 	}
 	if !validAsyncID(w.ID) {
-		return Continuation{}, fmt.Errorf("%w: id %.40q is not 32 lowercase hex digits", ErrBadMessage, w.ID)
+		return wireContinuation{}, fmt.Errorf("%w: id %.40q is not 32 lowercase hex digits", ErrBadMessage, w.ID)
 	}
-	return Continuation{ID: w.ID}, nil
+	return wireContinuation{ID: w.ID}, nil
 }
 
 // decodeStrict decodes exactly one JSON value with no unknown keys.
@@ -111,9 +111,9 @@ func (s State) valid() bool {
 	return s == StateQueued || s == StateRunning || s.Done()
 }
 
-// Lease is a claim on a record: its holder alone may run the request and
+// claimLease is a claim on a record: its holder alone may run the request and
 // write the result, until Until. A lapsed lease may be taken over.
-type Lease struct {
+type claimLease struct {
 	// Owner is the holder's random token (32 hex digits).
 	Owner string `json:"owner"`
 	// Until is when the lease lapses unless renewed.
@@ -123,9 +123,9 @@ type Lease struct {
 	Inflight bool `json:"inflight,omitempty"`
 }
 
-// RequestSnapshot is what a continuation needs to send the request again.
+// requestSnapshot is what a continuation needs to send the request again.
 // The body lives in its own blob, gateway/requests/<id>.
-type RequestSnapshot struct {
+type requestSnapshot struct {
 	Method         string      `json:"method"`
 	Path           string      `json:"path"`
 	RawQuery       string      `json:"query,omitempty"`
@@ -142,16 +142,16 @@ type RequestSnapshot struct {
 	BodyStreamed bool `json:"bodyStreamed,omitempty"`
 }
 
-// RecordResult describes the committed result of a finished record.
-type RecordResult struct {
+// recordResult describes the committed result of a finished record.
+type recordResult struct {
 	// Status is the HTTP status in the header blob.
 	Status      int       `json:"status"`
 	CompletedAt time.Time `json:"completedAt"`
 }
 
-// Record is a continuation record, stored as JSON at
+// asyncRecord is a continuation record, stored as JSON at
 // gateway/records/<id>.json and changed only by conditional writes.
-type Record struct {
+type asyncRecord struct {
 	// V is the format version, 1.
 	V     int    `json:"v"`
 	ID    string `json:"id"`
@@ -167,21 +167,21 @@ type Record struct {
 	// plus AsyncTTLSecs, also the lifetime of the result URLs.
 	Arrival time.Time       `json:"arrival"`
 	Expiry  time.Time       `json:"expiry"`
-	Request RequestSnapshot `json:"request"`
+	Request requestSnapshot `json:"request"`
 	// Attempts is the timeline of every attempt so far, across
 	// invocations; Checkpoints counts the invocations that ran out of time
 	// and handed the request on.
 	Attempts    []Attempt `json:"attempts,omitempty"`
 	Checkpoints int       `json:"checkpoints,omitempty"`
 	// Claim is the current lease, or nil.
-	Claim *Lease `json:"claim,omitempty"`
+	Claim *claimLease `json:"claim,omitempty"`
 	// Result is set once the record is done with a result.
-	Result *RecordResult `json:"result,omitempty"`
+	Result *recordResult `json:"result,omitempty"`
 }
 
-// Encode returns r's wire form. It fails only for a record DecodeRecord
+// Encode returns r's wire form. It fails only for a record decodeAsyncRecord
 // would refuse.
-func (r *Record) Encode() ([]byte, error) {
+func (r *asyncRecord) Encode() ([]byte, error) {
 	if err := r.validate(); err != nil {
 		return nil, err
 	}
@@ -192,13 +192,13 @@ func (r *Record) Encode() ([]byte, error) {
 	return b, nil
 }
 
-// DecodeRecord parses a continuation record. Unknown keys, an unknown
+// decodeAsyncRecord parses a continuation record. Unknown keys, an unknown
 // version, a malformed id or container, or missing times are errors
-// wrapping ErrBadRecord. Times come back in UTC.
-func DecodeRecord(b []byte) (*Record, error) {
-	var r Record
+// wrapping errBadRecord. Times come back in UTC.
+func decodeAsyncRecord(b []byte) (*asyncRecord, error) {
+	var r asyncRecord
 	if err := decodeStrict(b, &r); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadRecord, err)
+		return nil, fmt.Errorf("%w: %v", errBadRecord, err)
 	}
 	r.Arrival = r.Arrival.UTC()
 	r.Expiry = r.Expiry.UTC()
@@ -214,8 +214,8 @@ func DecodeRecord(b []byte) (*Record, error) {
 	return &r, nil
 }
 
-func (r *Record) validate() error {
-	bad := func(what string) error { return fmt.Errorf("%w: %s", ErrBadRecord, what) }
+func (r *asyncRecord) validate() error {
+	bad := func(what string) error { return fmt.Errorf("%w: %s", errBadRecord, what) }
 	switch {
 	case r.V != recordVersion:
 		return bad(fmt.Sprintf("version %d, want %d", r.V, recordVersion))
@@ -341,7 +341,7 @@ func AsyncSweepPrefixes() []string {
 func AsyncGarbage(key string, data []byte, now time.Time) []string {
 	switch {
 	case strings.HasPrefix(key, asyncRecordsPrefix):
-		r, err := DecodeRecord(data)
+		r, err := decodeAsyncRecord(data)
 		if err != nil || asyncRecordKey(r.ID) != key || now.Before(readEnd(r.Arrival, r.Expiry)) {
 			return nil
 		}

@@ -402,7 +402,7 @@ func TestAsyncTakeover(t *testing.T) {
 				msg := e.takeOne(t, 0)
 				rec := e.store.record(t, acc.ID)
 				rec.State = StateRunning
-				rec.Claim = &Lease{Owner: newAsyncID(), Until: time.Now().Add(asyncTestLease)}
+				rec.Claim = &claimLease{Owner: newAsyncID(), Until: time.Now().Add(asyncTestLease)}
 				e.store.putRecord(t, rec)
 				for name, body := range tt.left {
 					body = strings.ReplaceAll(body, `"ID"`, strconv.Quote(acc.ID))
@@ -639,7 +639,7 @@ func TestAsyncSubmitFailures(t *testing.T) {
 					if r := e.store.record(t, id); r.State != StateAbandoned {
 						t.Errorf("record state %s; want abandoned", r.State)
 					}
-					if err := e.queue.Enqueue(context.Background(), Continuation{ID: id}.Encode(), 0); err != nil {
+					if err := e.queue.Enqueue(context.Background(), wireContinuation{ID: id}.Encode(), 0); err != nil {
 						t.Fatal(err)
 					}
 					if _, err := e.a.Status(context.Background(), id); !errors.Is(err, ErrNotFound) {
@@ -975,7 +975,7 @@ func TestAsyncBadMessages(t *testing.T) {
 func TestAsyncUnknownID(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newAsyncEnv(t, asyncOK)
-		if err := e.a.Process(context.Background(), Continuation{ID: newAsyncID()}.Encode()); err != nil {
+		if err := e.a.Process(context.Background(), wireContinuation{ID: newAsyncID()}.Encode()); err != nil {
 			t.Fatalf("Process = %v; want nil", err)
 		}
 		if e.store.writeCount() != 0 || e.queue.size() != 0 || e.backend.count() != 0 {
@@ -1243,7 +1243,7 @@ func TestAsyncLeaseLost(t *testing.T) {
 				go func() { done <- e.a.Process(context.Background(), msg) }()
 				time.Sleep(5 * time.Second)
 				rec := e.store.record(t, acc.ID)
-				rec.Claim = &Lease{Owner: newAsyncID(), Until: time.Now().Add(asyncTestLease)}
+				rec.Claim = &claimLease{Owner: newAsyncID(), Until: time.Now().Add(asyncTestLease)}
 				e.store.putRecord(t, rec)
 				if err := <-done; err != nil {
 					t.Fatal(err)
@@ -1296,8 +1296,8 @@ func TestAsyncCorruptRecord(t *testing.T) {
 				t.Fatalf("Process = %v; want nil (the message settled)", err)
 			}
 		}
-		if len(reported) != 1 || !errors.Is(reported[0], ErrBadRecord) || !strings.Contains(reported[0].Error(), acc.ID) {
-			t.Errorf("OnError got %v; want one error wrapping ErrBadRecord naming %s", reported, acc.ID)
+		if len(reported) != 1 || !errors.Is(reported[0], errBadRecord) || !strings.Contains(reported[0].Error(), acc.ID) {
+			t.Errorf("OnError got %v; want one error wrapping errBadRecord naming %s", reported, acc.ID)
 		}
 		if e.backend.count() != 0 || e.queue.size() != 0 {
 			t.Errorf("backend calls %d, messages %d; want none", e.backend.count(), e.queue.size())
@@ -1306,7 +1306,7 @@ func TestAsyncCorruptRecord(t *testing.T) {
 			v, err := e.a.Status(context.Background(), acc.ID)
 			var ge *Error
 			if v != nil || !errors.As(err, &ge) || ge.Reason != ReasonCorruptRecord || ge.HTTPStatus() != 500 ||
-				ge.Reason.Code() != "CorruptRecord" || !errors.Is(err, ErrBadRecord) {
+				ge.Reason.Code() != "CorruptRecord" || !errors.Is(err, errBadRecord) {
 				t.Fatalf("Status = %+v, %v; want a 500 CorruptRecord", v, err)
 			}
 		}
