@@ -28,24 +28,7 @@ func runAzureFunctions(ctx context.Context, logger *slog.Logger, stderr io.Write
 		}
 		return 1
 	}
-	// On SIGTERM the server stops taking invocations while in-process
-	// finishes get DrainGrace; those that cannot finish release their
-	// claims, so the queued continuation resumes them at once.
-	drained := make(chan error, 1)
-	go func() {
-		<-ctx.Done()
-		dctx, cancel := context.WithTimeout(context.Background(), core.DrainGrace)
-		defer cancel()
-		drained <- gw.drain(dctx)
-	}()
-	if err := srv.Run(ctx); err != nil {
-		fmt.Fprintf(stderr, "functions: %v\n", err)
-		return 1
-	}
-	if err := <-drained; err != nil {
-		logger.Warn("draining continuations", slog.String("err", err.Error()))
-	}
-	return 0
+	return serveAndDrain(ctx, srv.Run, gw, logger, stderr)
 }
 
 // newAzureFunctions reads the host's settings and limits and assembles the

@@ -92,9 +92,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		defer close(workers)
 		gw.runWorkers(ctx)
 	}()
-	// On SIGTERM the server stops taking requests and the worker stops
-	// receiving, while the continuations in progress get DrainGrace to
-	// finish; those that cannot are stopped and their claims released.
+	if code := serveAndDrain(ctx, srv.Run, gw, logger, stderr); code != 0 {
+		return code
+	}
+	<-workers
+	logger.Info("stopped")
+	return 0
+}
+
+// serveAndDrain runs serve until ctx ends, and meanwhile drains gw's
+// continuations once ctx is done: on SIGTERM the server stops taking
+// requests (the local worker stops receiving) while the continuations in
+// progress get core.DrainGrace to finish; those that cannot are stopped and
+// their claims released, so the queued continuation resumes them at once.
+// It returns the process exit code.
+func serveAndDrain(ctx context.Context, serve func(context.Context) error, gw *gateway, logger *slog.Logger, stderr io.Writer) int {
 	drained := make(chan error, 1)
 	go func() {
 		<-ctx.Done()
@@ -102,15 +114,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		defer cancel()
 		drained <- gw.drain(dctx)
 	}()
-	if err := srv.Run(ctx); err != nil {
+	if err := serve(ctx); err != nil {
 		fmt.Fprintf(stderr, "functions: %v\n", err)
 		return 1
 	}
 	if err := <-drained; err != nil {
 		logger.Warn("draining continuations", slog.String("err", err.Error()))
 	}
-	<-workers
-	logger.Info("stopped")
 	return 0
 }
 

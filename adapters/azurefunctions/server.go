@@ -102,7 +102,8 @@ func (s *Server) Run(ctx context.Context) error {
 	srv := &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: 30 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+		// Handler panics and connection errors show at the default level.
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError),
 	}
 	if s.Ready != nil {
 		s.Ready(ln.Addr())
