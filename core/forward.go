@@ -178,6 +178,7 @@ type attemptResult struct {
 	dial       bool // failed before the request left: always safe to retry
 	clientGone bool
 	retryAfter time.Duration
+	out        outgoing // storage for the attempt's request, allocated with it
 }
 
 func (a *attemptResult) close() {
@@ -200,8 +201,8 @@ func (f *Forwarder) attempt(parent context.Context, rt http.RoundTripper, req *R
 	window := deadline.Sub(start)
 	ctx, cancel := context.WithCancelCause(parent)
 	timer := time.AfterFunc(window, func() { cancel(deadlineError{cause}) })
-	out := buildOutgoing(ctx, req, path, host, window)
 	ar := &attemptResult{cancel: cancel, ctx: ctx, record: Attempt{Host: host.Host}}
+	out := ar.out.build(ctx, req, path, host, window)
 	if f.Stats != nil {
 		f.Stats.Attempts.Add(1)
 	}
@@ -483,13 +484,26 @@ func RemoveHopHeaders(h http.Header) {
 		}
 	}
 	for _, k := range hopHeaders {
-		h.Del(k)
+		delete(h, k) // already canonical: Del would canonicalise each again
 	}
 }
 
 // buildOutgoing makes one attempt's request to host; path is req.Path
 // decoded by ConfinePath.
 func buildOutgoing(ctx context.Context, req *Request, path string, host *url.URL, window time.Duration) *http.Request {
+	return new(outgoing).build(ctx, req, path, host, window)
+}
+
+// outgoing is storage for one attempt's request: its URL and the values of
+// the headers the gateway sets, in one allocation (an attemptResult's).
+type outgoing struct {
+	url  url.URL
+	vals [8]string
+}
+
+// build is buildOutgoing with o as the request's storage; o must outlive
+// the request.
+func (o *outgoing) build(ctx context.Context, req *Request, path string, host *url.URL, window time.Duration) *http.Request {
 	h := make(http.Header, len(req.Header)+6)
 	for k, v := range req.Header {
 		if len(k) >= 3 && strings.EqualFold(k[:3], "s7p") {
@@ -498,10 +512,9 @@ func buildOutgoing(ctx context.Context, req *Request, path string, host *url.URL
 		h[k] = v
 	}
 	RemoveHopHeaders(h)
-	// One backing array for the values set here: one allocation, not one
-	// per header. Each value is its own full slice, so no append can spill
-	// into the next.
-	vals := make([]string, 0, 8)
+	// One backing array for the values set here, in o. Each value is its
+	// own full slice, so no append can spill into the next.
+	vals := o.vals[:0]
 	set := func(k, v string) {
 		vals = append(vals, v)
 		h[k] = vals[len(vals)-1 : len(vals) : len(vals)]
@@ -535,7 +548,8 @@ func buildOutgoing(ctx context.Context, req *Request, path string, host *url.URL
 	if ct := h.Get("Content-Type"); strings.HasPrefix(ct, "application/grpc") {
 		h["Grpc-Timeout"] = []string{GRPCTimeout(window)}
 	}
-	u := joinURL(host, req.Path, path, req.RawQuery)
+	o.url = joinURL(host, req.Path, path, req.RawQuery)
+	u := &o.url
 	if req.Informational != nil {
 		// The trace lives in req: attempts run one after another.
 		req.trace = httptrace.ClientTrace{Got1xxResponse: req.Informational}

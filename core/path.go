@@ -58,9 +58,9 @@ func ConfinePath(escaped string) (string, error) {
 // joinURL returns the URL of path (escaped, checked by ConfinePath, and
 // decoded) under the base URL host, with the client's escaping kept, as
 // httputil.ReverseProxy's joinURLPath does.
-func joinURL(host *url.URL, escaped, decoded, rawQuery string) *url.URL {
+func joinURL(host *url.URL, escaped, decoded, rawQuery string) url.URL {
 	// RawPath is used as written whenever it is a valid encoding of Path;
 	// without it, url.URL would re-escape characters such as ! and *.
-	return &url.URL{Scheme: host.Scheme, Host: host.Host, Path: host.Path + decoded,
+	return url.URL{Scheme: host.Scheme, Host: host.Host, Path: host.Path + decoded,
 		RawPath: host.EscapedPath() + escaped, RawQuery: rawQuery}
 }
