@@ -37,7 +37,7 @@ func main() {
 
 // run starts the gateway and returns the process exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	logger := slog.New(slog.NewJSONHandler(stdout, nil))
+	logger := slog.New(httpapi.NewJSONLogHandler(stdout))
 	demo := false
 	for _, a := range args {
 		switch a {

@@ -46,7 +46,7 @@ func BenchmarkServeHTTP(b *testing.B) {
 		b.Fatal(err)
 	}
 	gw := &Handler{Settings: &s, Forwarder: &core.Forwarder{Transport: staticRT{}, BackoffBase: s.RetryBackoffMs.D()},
-		Stats: &core.Stats{}, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
+		Stats: &core.Stats{}, Logger: slog.New(NewJSONLogHandler(io.Discard))}
 	gw.Init()
 	u, _ := url.Parse("http://backend.test")
 	bare := httputil.NewSingleHostReverseProxy(u)

@@ -258,12 +258,29 @@ func trim(s string) string {
 	return s
 }
 
-// newKey returns a fresh Idempotency-Key: 128 random bits in hex.
+// newKey returns a fresh Idempotency-Key: 128 random bits from crypto/rand
+// in hex. The bits are read 4 KiB at a time into pooled buffers, each
+// 16-byte slice used once: one read per 256 keys, not one per key.
 func newKey() string {
-	var b [16]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	kb := keyBufs.Get().(*keyBuf)
+	if kb.off+16 > len(kb.b) {
+		rand.Read(kb.b[:])
+		kb.off = 0
+	}
+	var dst [32]byte
+	hex.Encode(dst[:], kb.b[kb.off:kb.off+16])
+	kb.off += 16
+	keyBufs.Put(kb)
+	return string(dst[:])
 }
+
+// keyBuf is random bits read ahead for newKey; b[off:] are still unused.
+type keyBuf struct {
+	b   [4096]byte
+	off int
+}
+
+var keyBufs = sync.Pool{New: func() any { return &keyBuf{off: 4096} }}
 
 // relay streams a backend answer to the client.
 func (h *Handler) relay(w http.ResponseWriter, res *core.Result, route *core.Route, lg *requestLog) {
@@ -431,5 +448,17 @@ func (h *Handler) log(ctx context.Context, r *http.Request, arrival time.Time, l
 	if lg.err == "" {
 		n-- // err only when a stream was cut
 	}
-	h.Logger.LogAttrs(ctx, level, msg, attrs[:n]...)
+	// Straight to the handler, as Logger.LogAttrs would go, without the
+	// caller's program counter it looks up for AddSource.
+	hd := h.Logger.Handler()
+	if !hd.Enabled(ctx, level) {
+		return
+	}
+	if jh, ok := hd.(*jsonLogHandler); ok {
+		jh.handleAttrs(ctx, time.Now(), level, msg, attrs[:n])
+		return
+	}
+	rec := slog.NewRecord(time.Now(), level, msg, 0)
+	rec.AddAttrs(attrs[:n]...)
+	hd.Handle(ctx, rec)
 }
