@@ -132,7 +132,13 @@ func (f *Forwarder) Forward(ctx context.Context, req *Request) (*Result, error) 
 		}
 		host := route.Hosts[(n-1)%len(route.Hosts)]
 		ar := f.attempt(streamCtx, rt, req, path, host, now)
-		attempts = append(attempts, ar.record)
+		if attempts == nil {
+			// The first entry lives in its attemptResult: one allocation.
+			ar.first[0] = ar.record
+			attempts = ar.first[:1:1]
+		} else {
+			attempts = append(attempts, ar.record)
+		}
 		if ar.clientGone {
 			streamCancel()
 			ar.close()
@@ -178,7 +184,8 @@ type attemptResult struct {
 	dial       bool // failed before the request left: always safe to retry
 	clientGone bool
 	retryAfter time.Duration
-	out        outgoing // storage for the attempt's request, allocated with it
+	out        outgoing   // storage for the attempt's request, allocated with it
+	first      [1]Attempt // storage for the timeline when this is its first entry
 }
 
 func (a *attemptResult) close() {
@@ -476,16 +483,32 @@ var hopHeaders = []string{
 // RemoveHopHeaders deletes the hop-by-hop headers from h, including those
 // named by its Connection header.
 func RemoveHopHeaders(h http.Header) {
-	for _, f := range h["Connection"] {
+	removeConnectionNamed(h, h["Connection"])
+	for _, k := range hopHeaders {
+		delete(h, k) // already canonical: Del would canonicalise each again
+	}
+}
+
+// removeConnectionNamed deletes from h the headers named by the values of
+// a Connection header.
+func removeConnectionNamed(h http.Header, connection []string) {
+	for _, f := range connection {
 		for sf := range strings.SplitSeq(f, ",") {
 			if sf = http.CanonicalHeaderKey(strings.TrimSpace(sf)); sf != "" {
 				h.Del(sf)
 			}
 		}
 	}
-	for _, k := range hopHeaders {
-		delete(h, k) // already canonical: Del would canonicalise each again
+}
+
+// isHopHeader reports whether the canonical key k is one of hopHeaders.
+func isHopHeader(k string) bool {
+	switch k {
+	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+		"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade":
+		return true
 	}
+	return false
 }
 
 // buildOutgoing makes one attempt's request to host; path is req.Path
@@ -506,12 +529,12 @@ type outgoing struct {
 func (o *outgoing) build(ctx context.Context, req *Request, path string, host *url.URL, window time.Duration) *http.Request {
 	h := make(http.Header, len(req.Header)+6)
 	for k, v := range req.Header {
-		if len(k) >= 3 && strings.EqualFold(k[:3], "s7p") {
+		if len(k) >= 3 && strings.EqualFold(k[:3], "s7p") || isHopHeader(k) {
 			continue
 		}
 		h[k] = v
 	}
-	RemoveHopHeaders(h)
+	removeConnectionNamed(h, req.Header["Connection"]) // RemoveHopHeaders' other half
 	// One backing array for the values set here, in o. Each value is its
 	// own full slice, so no append can spill into the next.
 	vals := o.vals[:0]

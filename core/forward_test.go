@@ -670,3 +670,18 @@ func BenchmarkConfinePath(b *testing.B) {
 		})
 	}
 }
+
+// TestIsHopHeader: the switch that skips hop-by-hop headers while copying
+// names exactly hopHeaders.
+func TestIsHopHeader(t *testing.T) {
+	for _, k := range hopHeaders {
+		if !isHopHeader(k) {
+			t.Errorf("isHopHeader(%q) = false", k)
+		}
+	}
+	for _, k := range []string{"Content-Type", "X-Forwarded-For", "connection", "Upgrade-Insecure-Requests", "Tes"} {
+		if isHopHeader(k) {
+			t.Errorf("isHopHeader(%q) = true", k)
+		}
+	}
+}
