@@ -225,7 +225,9 @@ func (f *Forwarder) attempt(parent context.Context, rt http.RoundTripper, req *R
 		ar.resp = resp
 		ar.record.Outcome = OutcomeStatus
 		ar.record.Status = resp.StatusCode
-		ar.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		if ra := resp.Header.Get("Retry-After"); ra != "" { // no clock read for the usual none
+			ar.retryAfter = parseRetryAfter(ra, time.Now())
+		}
 		return ar
 	}
 	cancel(context.Canceled)

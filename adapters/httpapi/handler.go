@@ -428,6 +428,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func (h *Handler) log(ctx context.Context, r *http.Request, arrival time.Time, lg *requestLog) {
+	now := time.Now() // one clock read for the duration and the line's time
 	level, msg := slog.LevelInfo, "request"
 	if lg.code == "StreamCut" || lg.code == "BackendCut" {
 		level, msg = slog.LevelWarn, "request stream cut"
@@ -441,7 +442,7 @@ func (h *Handler) log(ctx context.Context, r *http.Request, arrival time.Time, l
 		slog.Int("attempts", lg.attempts),
 		slog.String("deadline", lg.fired),
 		slog.String("async", lg.async),
-		slog.Int64("durationMs", time.Since(arrival).Milliseconds()),
+		slog.Int64("durationMs", now.Sub(arrival).Milliseconds()),
 		slog.String("err", lg.err),
 	}
 	n := len(attrs)
@@ -455,10 +456,10 @@ func (h *Handler) log(ctx context.Context, r *http.Request, arrival time.Time, l
 		return
 	}
 	if jh, ok := hd.(*jsonLogHandler); ok {
-		jh.handleAttrs(ctx, time.Now(), level, msg, attrs[:n])
+		jh.handleAttrs(ctx, now, level, msg, attrs[:n])
 		return
 	}
-	rec := slog.NewRecord(time.Now(), level, msg, 0)
+	rec := slog.NewRecord(now, level, msg, 0)
 	rec.AddAttrs(attrs[:n]...)
 	hd.Handle(ctx, rec)
 }
