@@ -27,7 +27,7 @@ import (
 // invocation's deadline tells, and a setting that does not fit fails every
 // invocation with the one-line setting error.
 func runLambda(ctx context.Context, stdout, stderr io.Writer) int {
-	logger := slog.New(slog.NewJSONHandler(stdout, nil))
+	logger := slog.New(httpapi.NewJSONLogHandler(stdout))
 	var hostLimit time.Duration
 	if v, ok := os.LookupEnv("AWS_LAMBDA_FUNCTION_TIMEOUT"); ok {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
