@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
@@ -46,6 +47,8 @@ type Store struct {
 	presign        *s3.PresignClient
 	bucket, prefix string
 	region         string
+	// bucketSeen is set once the bucket is known to exist.
+	bucketSeen atomic.Bool
 
 	// PartSize is the part size of WriteBlob's multipart uploads. If 0,
 	// DefaultPartSize; at least 5 MiB (S3's smallest part). Set it before
@@ -182,6 +185,15 @@ func (s *Store) WriteBlob(ctx context.Context, key string, r io.Reader, contentT
 	n, err := io.ReadFull(r, part)
 	switch {
 	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		if n > largeBody {
+			// A server may answer "no such bucket" before it has read a
+			// large body and close the connection, which the client then
+			// sees as a reset rather than the answer: make sure of the
+			// bucket first.
+			if err := s.ensureBucket(ctx); err != nil {
+				return fmt.Errorf("write blob %s: %w", key, err)
+			}
+		}
 		err = s.retryBucket(ctx, func() error {
 			_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
 				Bucket: &s.bucket, Key: &k,
@@ -291,6 +303,30 @@ func (s *Store) OpenBlob(ctx context.Context, key string) (io.ReadCloser, error)
 		return nil, fmt.Errorf("open blob %s: %w", key, readErr(err))
 	}
 	return out.Body, nil
+}
+
+// largeBody is the size above which WriteBlob makes sure of the bucket
+// before it sends a body in one request.
+const largeBody = 1 << 20
+
+// ensureBucket makes sure the Store's bucket exists, creating it when
+// missing; once it is known to exist it does nothing.
+func (s *Store) ensureBucket(ctx context.Context) error {
+	if s.bucketSeen.Load() {
+		return nil
+	}
+	_, err := s.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &s.bucket})
+	switch {
+	case err == nil:
+	case hasCode(err, "NoSuchBucket", "NotFound") || hasStatus(err, http.StatusNotFound):
+		if err := s.createBucket(ctx); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("head bucket %s: %w", s.bucket, err)
+	}
+	s.bucketSeen.Store(true)
+	return nil
 }
 
 // retryBucket runs op, and when S3 answers that the bucket does not exist,
