@@ -120,7 +120,7 @@ bench-wrk: /usr/bin/wrk
 fuzz:
 	@for pkg in $$(go list ./...); do \
 		for t in $$(go test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
-			go test -run '^$$' -fuzz "^$$t$$" -fuzztime 10s $$pkg || exit 1; \
+			go test -run '^$$' -fuzz "^$$t$$" -fuzztime 10s -fuzzminimizetime 2s $$pkg || exit 1; \
 		done; \
 	done
 
