@@ -24,7 +24,7 @@ NODE_STAMP := $(NODE_DIR)/.installed-node$(NODE_VERSION)-azurite$(AZURITE_VERSIO
 all: build
 
 build:
-	go build -o bin/gateway ./functions
+	go build -tags lambda.norpc -o bin/gateway ./functions
 
 ## package-azure: the Azure Functions app as a zip that deploys as is: host.json at the root, one folder per
 ## function, and the custom handler built for linux/amd64 as `handler` (host.json's defaultExecutablePath).
@@ -32,7 +32,7 @@ AZURE_APP := dist/azure-functionapp
 package-azure:
 	rm -rf $(AZURE_APP) $(AZURE_APP).zip
 	mkdir -p $(AZURE_APP)/gateway $(AZURE_APP)/continuation
-	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -ldflags='-s -w' -o $(AZURE_APP)/handler ./functions
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -tags lambda.norpc -trimpath -ldflags='-s -w' -o $(AZURE_APP)/handler ./functions
 	cp functions/host.json $(AZURE_APP)/
 	cp functions/gateway/function.json $(AZURE_APP)/gateway/
 	cp functions/continuation/function.json $(AZURE_APP)/continuation/
