@@ -25,12 +25,12 @@ package azurefunctions
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net"
 	"net/http"
 	"time"
 
+	"fngateway/adapters/httpapi"
 	"fngateway/core"
 )
 
@@ -92,7 +92,7 @@ func (s *Server) logger() *slog.Logger {
 }
 
 // Run listens and serves until ctx is done, then shuts down gracefully,
-// giving in-flight invocations up to 10 s.
+// giving in-flight invocations up to httpapi.ShutdownGrace.
 func (s *Server) Run(ctx context.Context) error {
 	log := s.logger()
 	ln, err := net.Listen("tcp", s.Addr)
@@ -109,19 +109,7 @@ func (s *Server) Run(ctx context.Context) error {
 		s.Ready(ln.Addr())
 	}
 	log.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("host", Caps.Name))
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	return nil
+	return httpapi.Serve(ctx, srv, ln)
 }
 
 // ServeHTTP dispatches one call from the Functions host: a continuation

@@ -5,12 +5,12 @@ package local
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net"
 	"net/http"
 	"time"
 
+	"fngateway/adapters/httpapi"
 	"fngateway/core"
 )
 
@@ -45,7 +45,7 @@ type Server struct {
 const DefaultIdleTimeout = 120 * time.Second
 
 // Run listens and serves until ctx is done, then shuts down gracefully,
-// giving in-flight requests up to 10 s.
+// giving in-flight requests up to httpapi.ShutdownGrace.
 func (s *Server) Run(ctx context.Context) error {
 	log := s.Logger
 	if log == nil {
@@ -80,17 +80,5 @@ func (s *Server) Run(ctx context.Context) error {
 		s.Ready(ln.Addr())
 	}
 	log.Info("listening", slog.String("addr", ln.Addr().String()))
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	return nil
+	return httpapi.Serve(ctx, srv, ln)
 }
