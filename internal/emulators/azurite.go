@@ -10,14 +10,11 @@ package emulators
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -266,44 +263,12 @@ var azuriteLocation = sync.OnceValues(func() (azuriteInstall, error) {
 	if err != nil {
 		return azuriteInstall{}, fmt.Errorf("resolve %s: %w", bin, err)
 	}
-	candidates := []string{filepath.Join(filepath.Dir(bin), "node")}
-	if p, err := exec.LookPath("node"); err == nil {
-		candidates = append(candidates, p)
+	node, err := findNode(filepath.Dir(bin), "azurite", azuriteMinNode, 0)
+	if err != nil {
+		return azuriteInstall{}, err
 	}
-	var tried []string
-	for _, c := range candidates {
-		major, err := nodeMajor(c)
-		if err != nil {
-			if !errors.Is(err, os.ErrNotExist) {
-				tried = append(tried, fmt.Sprintf("%s: %v", c, err))
-			}
-			continue
-		}
-		if major >= azuriteMinNode {
-			return azuriteInstall{node: c, script: script}, nil
-		}
-		tried = append(tried, fmt.Sprintf("%s is version %d", c, major))
-	}
-	return azuriteInstall{}, fmt.Errorf("azurite needs node %d or later; found none (%s)", azuriteMinNode, strings.Join(tried, "; "))
+	return azuriteInstall{node: node, script: script}, nil
 })
-
-// nodeMajor runs `node --version` and returns its major version.
-func nodeMajor(node string) (int, error) {
-	if _, err := os.Stat(node); err != nil {
-		return 0, err
-	}
-	out, err := exec.Command(node, "--version").Output()
-	if err != nil {
-		return 0, fmt.Errorf("node --version: %w", err)
-	}
-	v := strings.TrimPrefix(strings.TrimSpace(string(out)), "v")
-	major, _, _ := strings.Cut(v, ".")
-	n, err := strconv.Atoi(major)
-	if err != nil {
-		return 0, fmt.Errorf("node --version printed %q", out)
-	}
-	return n, nil
-}
 
 // freePorts returns n distinct free loopback TCP ports. They are held open
 // together so they differ, then released for the emulator to bind.

@@ -1,7 +1,6 @@
 package emulators
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -9,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -139,47 +137,9 @@ var fauxqsInstalled = sync.OnceValues(func() (fauxqsInstall, error) {
 		return fauxqsInstall{}, err
 	}
 	module := (&url.URL{Scheme: "file", Path: app}).String()
-	candidates := []string{filepath.Join(filepath.Dir(bin), "node")}
-	if p, err := exec.LookPath("node"); err == nil {
-		candidates = append(candidates, p)
+	node, err := findNode(filepath.Dir(bin), "fauxqs", fauxqsMinNodeMajor, fauxqsMinNodeMinor)
+	if err != nil {
+		return fauxqsInstall{}, err
 	}
-	var tried []string
-	for _, c := range candidates {
-		major, minor, err := nodeVersion(c)
-		if err != nil {
-			if !errors.Is(err, os.ErrNotExist) {
-				tried = append(tried, fmt.Sprintf("%s: %v", c, err))
-			}
-			continue
-		}
-		if major > fauxqsMinNodeMajor || major == fauxqsMinNodeMajor && minor >= fauxqsMinNodeMinor {
-			return fauxqsInstall{node: c, module: module}, nil
-		}
-		tried = append(tried, fmt.Sprintf("%s is version %d.%d", c, major, minor))
-	}
-	return fauxqsInstall{}, fmt.Errorf("fauxqs needs node %d.%d or later; found none (%s)",
-		fauxqsMinNodeMajor, fauxqsMinNodeMinor, strings.Join(tried, "; "))
+	return fauxqsInstall{node: node, module: module}, nil
 })
-
-// nodeVersion runs `node --version` and returns its major and minor
-// version.
-func nodeVersion(node string) (major, minor int, err error) {
-	if _, err := os.Stat(node); err != nil {
-		return 0, 0, err
-	}
-	out, err := exec.Command(node, "--version").Output()
-	if err != nil {
-		return 0, 0, fmt.Errorf("node --version: %w", err)
-	}
-	parts := strings.SplitN(strings.TrimPrefix(strings.TrimSpace(string(out)), "v"), ".", 3)
-	if len(parts) < 2 {
-		return 0, 0, fmt.Errorf("node --version printed %q", out)
-	}
-	if major, err = strconv.Atoi(parts[0]); err == nil {
-		minor, err = strconv.Atoi(parts[1])
-	}
-	if err != nil {
-		return 0, 0, fmt.Errorf("node --version printed %q", out)
-	}
-	return major, minor, nil
-}
