@@ -152,14 +152,8 @@ func TestPathConfinement(t *testing.T) {
 // logged.
 func TestChunkedCutAborted(t *testing.T) {
 	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		conn, brw, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer conn.Close()
-		brw.WriteString("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n")
-		brw.Flush() // and close: no terminating chunk
+		// No terminating chunk: the connection closes after the first.
+		writeRaw(t, w, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n", nil)
 	}))
 	defer be.Close()
 	g := startGW(t, be.URL, nil)
@@ -268,15 +262,9 @@ func echoUpgrade(t *testing.T, calls *atomic.Int64) *httptest.Server {
 			http.Error(w, "want Upgrade: echo", 400)
 			return
 		}
-		conn, brw, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer conn.Close()
-		brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n")
-		brw.Flush()
-		io.Copy(conn, brw) // echo until the peer closes
+		writeRaw(t, w, switchEcho, func(conn net.Conn, brw *bufio.ReadWriter) {
+			io.Copy(conn, brw) // echo until the peer closes
+		})
 	}))
 }
 
@@ -327,15 +315,9 @@ func TestUpgradeTunnelled(t *testing.T) {
 // relayed as a dead connection: 502.
 func TestUnaskedSwitchRefused(t *testing.T) {
 	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		conn, brw, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer conn.Close()
-		brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n")
-		brw.Flush()
-		io.Copy(io.Discard, brw)
+		writeRaw(t, w, switchEcho, func(_ net.Conn, brw *bufio.ReadWriter) {
+			io.Copy(io.Discard, brw)
+		})
 	}))
 	defer be.Close()
 	g := startGW(t, be.URL, nil)
@@ -618,5 +600,24 @@ func TestBodyDeadlineEndsWithUpload(t *testing.T) {
 		if resp.StatusCode != 200 || string(body) != "hello" {
 			t.Errorf("chunked %v: %d %q; want 200 hello after the slow backend", chunked, resp.StatusCode, body)
 		}
+	}
+}
+
+// switchEcho is a backend's 101 to the "echo" protocol.
+const switchEcho = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n"
+
+// writeRaw takes w's connection over, writes head to it as it is, then runs
+// then (if set) on the connection before closing it.
+func writeRaw(t *testing.T, w http.ResponseWriter, head string, then func(net.Conn, *bufio.ReadWriter)) {
+	conn, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer conn.Close()
+	brw.WriteString(head)
+	brw.Flush()
+	if then != nil {
+		then(conn, brw)
 	}
 }
