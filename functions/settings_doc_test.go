@@ -1,0 +1,126 @@
+package main
+
+import (
+	"os"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+
+	"fngateway/core"
+)
+
+// settingsDoc is the settings reference users read.
+const settingsDoc = "../docs/settings.md"
+
+// docRow is one row of the settings table: the names in its first column,
+// its default and its unit.
+type docRow struct {
+	names         []string
+	def, unit     string
+	line          int
+	nameColumnRaw string
+}
+
+// readSettingsTable returns the rows of the first table under "## Settings".
+func readSettingsTable(tb testing.TB) []docRow {
+	tb.Helper()
+	b, err := os.ReadFile(settingsDoc)
+	if err != nil {
+		tb.Fatalf("read the settings reference: %v", err)
+	}
+	var rows []docRow
+	inSection, inTable := false, false
+	tick := regexp.MustCompile("`([^`]+)`")
+	for i, line := range strings.Split(string(b), "\n") {
+		switch {
+		case strings.HasPrefix(line, "## "):
+			if inSection && inTable {
+				return rows
+			}
+			inSection = strings.TrimSpace(line) == "## Settings"
+		case inSection && strings.HasPrefix(line, "|"):
+			inTable = true
+			cells := strings.Split(strings.Trim(line, "|"), "|")
+			if len(cells) < 4 || strings.HasPrefix(strings.TrimSpace(cells[0]), "---") || strings.TrimSpace(cells[0]) == "setting" {
+				continue
+			}
+			r := docRow{
+				def:           strings.Trim(strings.TrimSpace(cells[1]), "`"),
+				unit:          strings.TrimSpace(cells[2]),
+				line:          i + 1,
+				nameColumnRaw: cells[0],
+			}
+			for _, m := range tick.FindAllStringSubmatch(cells[0], -1) {
+				r.names = append(r.names, m[1])
+			}
+			rows = append(rows, r)
+		case inTable && inSection && strings.TrimSpace(line) != "" && !strings.HasPrefix(line, "|"):
+			return rows
+		}
+	}
+	return rows
+}
+
+// TestSettingsReferenceMatchesCode keeps docs/settings.md equal to
+// core.Settings: every field has a row, its default is the struct tag's,
+// its unit fits the field's type, and no row names a setting the code does
+// not read (the platform's and OpenTelemetry's own variables aside).
+func TestSettingsReferenceMatchesCode(t *testing.T) {
+	rows := readSettingsTable(t)
+	if len(rows) == 0 {
+		t.Fatalf("%s: no settings table under \"## Settings\"", settingsDoc)
+	}
+	byName := map[string]docRow{}
+	for _, r := range rows {
+		for _, n := range r.names {
+			byName[n] = r
+		}
+	}
+	typ := reflect.TypeFor[core.Settings]()
+	fields := map[string]bool{}
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		fields[f.Name] = true
+		r, ok := byName[f.Name]
+		if !ok {
+			t.Errorf("%s: no row for setting %s", settingsDoc, f.Name)
+			continue
+		}
+		def, hasDef := f.Tag.Lookup("default")
+		switch {
+		case hasDef && r.def != def:
+			t.Errorf("%s:%d: %s default %q, code says %q", settingsDoc, r.line, f.Name, r.def, def)
+		case !hasDef && regexp.MustCompile(`^[0-9.]+$`).MatchString(r.def):
+			t.Errorf("%s:%d: %s default %q, but the code has no default", settingsDoc, r.line, f.Name, r.def)
+		}
+		var unitOK bool
+		switch f.Type {
+		case reflect.TypeFor[core.Millis]():
+			unitOK = r.unit == "ms"
+		case reflect.TypeFor[core.Seconds]():
+			unitOK = r.unit == "s" || strings.HasPrefix(r.unit, "s ")
+		case reflect.TypeFor[core.Count]():
+			unitOK = r.unit == "count" || r.unit == "bytes"
+		case reflect.TypeFor[core.Bool]():
+			unitOK = r.unit == "bool"
+		default:
+			unitOK = r.unit != ""
+		}
+		if !unitOK {
+			t.Errorf("%s:%d: %s unit %q does not fit its type %s", settingsDoc, r.line, f.Name, r.unit, f.Type.Name())
+		}
+	}
+	external := regexp.MustCompile(`^(AzureWebJobsStorage__|AWS_|OTEL_)`)
+	for _, r := range rows {
+		for _, n := range r.names {
+			if fields[n] || external.MatchString(n) || strings.HasSuffix(n, "…") {
+				continue
+			}
+			t.Errorf("%s:%d: row names %s, which core.Settings does not have", settingsDoc, r.line, n)
+		}
+	}
+}
