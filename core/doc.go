@@ -1,0 +1,18 @@
+// Package core is the platform-neutral heart of the gateway: its settings and
+// their validation, the deadline arithmetic (TTL, per-attempt Timeout, the
+// host's execution limit less a margin), the attempt loop that forwards a
+// request to a route's hosts, the async continuation machinery and the ports
+// (Store, Queue, Notifier) it drives.
+//
+// Rules of use:
+//   - core imports nothing from adapters/, infra/ or any cloud SDK. Hosts
+//     (adapters/) turn a platform's request and time budget into a Request
+//     and a context deadline; infra/ implements the ports.
+//   - Core reads time budgets only from ctx.Deadline() and its own settings;
+//     it never reads the environment.
+//   - Core returns errors (sentinels such as ErrNotFound, or *Error with a
+//     Reason); adapters map them to status codes and log them.
+//
+// Values documented as read-only after construction (Settings, Router,
+// Forwarder) may be shared by goroutines.
+package core
