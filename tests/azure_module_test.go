@@ -48,11 +48,12 @@ import (
 // HTTPS_PROXY names a loopback CONNECT proxy that sends "*.localhost" to
 // 127.0.0.1, since the handler's resolver does not resolve those names.
 
-// moduleHostSettings reads the host_settings local of terraform/azure: the
-// app settings the module writes from its own resources, by name, with the
-// value of those that are literal strings or name a local that is one (""
-// for the others).
-func moduleHostSettings(tb testing.TB) map[string]string {
+// moduleLocalObject reads the local called name of terraform/azure, an
+// object: the module's host_settings (the app settings it writes from its
+// own resources) or gateway_settings (those its variables give). It returns
+// the object's keys, each with its value when that is a literal string or
+// names a local that is one ("" for the others).
+func moduleLocalObject(tb testing.TB, name string) map[string]string {
 	tb.Helper()
 	files, err := filepath.Glob(filepath.Join("..", "terraform", "azure", "*.tf"))
 	if err != nil || len(files) == 0 {
@@ -88,15 +89,15 @@ func moduleHostSettings(tb testing.TB) map[string]string {
 		}
 		return ""
 	}
-	obj, ok := locals["host_settings"].(*hclsyntax.ObjectConsExpr)
+	obj, ok := locals[name].(*hclsyntax.ObjectConsExpr)
 	if !ok {
-		tb.Fatal("terraform/azure: no host_settings local holding an object")
+		tb.Fatalf("terraform/azure: no %s local holding an object", name)
 	}
 	out := map[string]string{}
 	for _, item := range obj.Items {
 		k, diags := item.KeyExpr.Value(nil)
 		if diags.HasErrors() {
-			tb.Fatalf("terraform/azure: host_settings key: %v", diags)
+			tb.Fatalf("terraform/azure: %s key: %v", name, diags)
 		}
 		out[k.AsString()] = literal(item.ValueExpr, 0)
 	}
@@ -131,10 +132,14 @@ func moduleAzureSettings(tb testing.TB, az *emulators.Azurite, gateway map[strin
 		}
 		env[k] = v
 	}
+	written := moduleLocalObject(tb, "gateway_settings")
 	for k, v := range gateway {
+		if _, ok := written[k]; !ok {
+			tb.Fatalf("terraform/azure does not write %s (gateway_settings)", k)
+		}
 		set(k, v)
 	}
-	for k, v := range moduleHostSettings(tb) {
+	for k, v := range moduleLocalObject(tb, "host_settings") {
 		if v == "" {
 			var ok bool
 			if v, ok = after[k]; !ok {
