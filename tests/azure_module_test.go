@@ -249,7 +249,7 @@ func TestAzureFunctionsModuleSettings(t *testing.T) {
 	const principal = "5d3c2b1a-0f9e-4d8c-b7a6-958473625140"
 	mi := startIdentityEndpoint(t, az, principal)
 	proxy := startLocalhostProxy(t)
-	const backendDelay = 3 * time.Second
+	const backendDelay = 4 * time.Second
 	be := newSlowBackend(t, backendDelay)
 
 	env := moduleAzureSettings(t, az, map[string]string{
