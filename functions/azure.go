@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"os"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 
 	"fngateway/core"
 	"fngateway/infra/azure"
@@ -19,25 +22,11 @@ type azureParts struct {
 }
 
 // openAzure connects AsyncStore=azure to the storage account the Functions
-// host itself uses: AzureWebJobsStorage as a connection string, or the
-// identity-based AzureWebJobsStorage__blobServiceUri / __queueServiceUri
-// (with __clientId for a user-assigned identity).
+// host itself uses, as azureStorageConfig reads it from the environment.
 func openAzure(_ context.Context, s *core.Settings) (*azureParts, error) {
-	blobURI := os.Getenv("AzureWebJobsStorage__blobServiceUri")
-	queueURI := os.Getenv("AzureWebJobsStorage__queueServiceUri")
-	cfg := azure.Config{
-		ConnectionString: s.AzureWebJobsStorage,
-		BlobServiceURI:   blobURI,
-		QueueServiceURI:  queueURI,
-		ClientID:         os.Getenv("AzureWebJobsStorage__clientId"),
-	}
-	switch {
-	case cfg.ConnectionString != "" && (blobURI != "" || queueURI != ""):
-		return nil, &core.SettingError{Name: "AzureWebJobsStorage", Value: "(connection string)",
-			Want: "want either a connection string or AzureWebJobsStorage__blobServiceUri/__queueServiceUri, not both"}
-	case cfg.ConnectionString == "" && (blobURI == "" || queueURI == ""):
-		return nil, &core.SettingError{Name: "AzureWebJobsStorage", Value: "",
-			Want: "want a connection string, or both AzureWebJobsStorage__blobServiceUri and __queueServiceUri, when AsyncStore=azure"}
+	cfg, err := azureStorageConfig(s.AzureWebJobsStorage, os.Getenv)
+	if err != nil {
+		return nil, err
 	}
 	acct, err := azure.NewAccount(cfg)
 	if err != nil {
@@ -52,4 +41,75 @@ func openAzure(_ context.Context, s *core.Settings) (*azureParts, error) {
 		return nil, &core.SettingError{Name: "AsyncQueue", Value: name, Want: err.Error()}
 	}
 	return &azureParts{store: acct.Store(), queue: q, notifier: acct.Notifier()}, nil
+}
+
+// azureStorageConfig reads the storage settings as the Functions host does
+// (CONTRACT §1): the AzureWebJobsStorage connection string conn, or the
+// identity-based AzureWebJobsStorage__blobServiceUri / __queueServiceUri
+// (or __accountName, from which both are derived), with __credential
+// (managedidentity) and __clientId for a user-assigned identity. getenv
+// reads the environment.
+//
+// A connection string that carries no credential (no AccountKey, no
+// SharedAccessSignature: the azurerm provider writes one for identity-based
+// Flex Consumption apps) beside identity-based settings is not a
+// credential: the identity-based settings win. One that carries a
+// credential beside them is refused, naming both.
+func azureStorageConfig(conn string, getenv func(string) string) (azure.Config, error) {
+	const (
+		blobName    = "AzureWebJobsStorage__blobServiceUri"
+		queueName   = "AzureWebJobsStorage__queueServiceUri"
+		accountName = "AzureWebJobsStorage__accountName"
+		credName    = "AzureWebJobsStorage__credential"
+		clientName  = "AzureWebJobsStorage__clientId"
+	)
+	blobURI := strings.TrimSpace(getenv(blobName))
+	queueURI := strings.TrimSpace(getenv(queueName))
+	account := strings.TrimSpace(getenv(accountName))
+	if account != "" && blobURI == "" && queueURI == "" {
+		// The host's own derivation for an account in the public cloud.
+		blobURI = "https://" + account + ".blob.core.windows.net"
+		queueURI = "https://" + account + ".queue.core.windows.net"
+	}
+	identity := blobURI != "" || queueURI != ""
+	conn = strings.TrimSpace(conn)
+	if conn != "" && identity {
+		cred, err := azure.CarriesCredential(conn)
+		switch {
+		case err != nil:
+			return azure.Config{}, &core.SettingError{Name: "AzureWebJobsStorage", Value: "(redacted)",
+				Want: err.Error() + "; beside the identity-based " + blobName + "/__queueServiceUri, remove it or give a connection string without a credential"}
+		case cred:
+			return azure.Config{}, &core.SettingError{Name: "AzureWebJobsStorage", Value: "(connection string with a credential)",
+				Want: "want either this credential or the identity-based " + blobName + "/__queueServiceUri, not both: remove one of them"}
+		}
+		conn = "" // names the account, authorizes nothing: identity wins
+	}
+	cfg := azure.Config{ConnectionString: conn, ClientID: strings.TrimSpace(getenv(clientName))}
+	if conn != "" {
+		return cfg, nil
+	}
+	if blobURI == "" || queueURI == "" {
+		return azure.Config{}, &core.SettingError{Name: "AzureWebJobsStorage", Value: "",
+			Want: "want a connection string, or both " + blobName + " and __queueServiceUri (or __accountName), when AsyncStore=azure"}
+	}
+	cfg.BlobServiceURI, cfg.QueueServiceURI = blobURI, queueURI
+	switch c := strings.TrimSpace(getenv(credName)); {
+	case c == "":
+		// The SDK's default chain (environment, workload and managed
+		// identity, developer sign-ins).
+	case strings.EqualFold(c, "managedidentity"):
+		opts := &azidentity.ManagedIdentityCredentialOptions{}
+		if cfg.ClientID != "" {
+			opts.ID = azidentity.ClientID(cfg.ClientID)
+		}
+		mi, err := azidentity.NewManagedIdentityCredential(opts)
+		if err != nil {
+			return azure.Config{}, &core.SettingError{Name: credName, Value: c, Want: "managed identity: " + err.Error()}
+		}
+		cfg.Credential = mi
+	default:
+		return azure.Config{}, &core.SettingError{Name: credName, Value: c, Want: "want managedidentity, or nothing for the SDK's default credential chain"}
+	}
+	return cfg, nil
 }

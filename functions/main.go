@@ -6,6 +6,7 @@
 //	functions            run the gateway on the host the environment names
 //	functions --demo     run it locally in front of three built-in backends
 //	functions explain    print the budget timeline of a request
+//	functions check URL  probe a deployed gateway, report pass/fail
 package main
 
 import (
@@ -30,6 +31,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "explain" {
 		os.Exit(runExplain(os.Args[2:], os.Stdout, os.Stderr))
 	}
+	if len(os.Args) > 1 && os.Args[1] == "check" {
+		os.Exit(runCheck(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
@@ -44,10 +48,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		case "--demo", "-demo":
 			demo = true
 		case "-h", "--help", "help":
-			fmt.Fprintln(stdout, "usage: functions [--demo] | functions explain [flags]")
+			fmt.Fprintln(stdout, "usage: functions [--demo] | functions explain [flags] | functions check [flags] <URL>")
 			return 0
 		default:
-			fmt.Fprintf(stderr, "functions: unknown argument %q; want --demo, explain or nothing\n", a)
+			fmt.Fprintf(stderr, "functions: unknown argument %q; want --demo, explain, check or nothing\n", a)
 			return 2
 		}
 	}

@@ -292,3 +292,43 @@ func isWord(s string) bool {
 	}
 	return true
 }
+
+// CarriesCredential reports whether the connection string s carries a
+// credential: an AccountKey or a SharedAccessSignature with a value, or
+// UseDevelopmentStorage with any value but false (the emulator's
+// well-known key). The azurerm provider writes a connection string without
+// one ("DefaultEndpointsProtocol=https;AccountName=<acct>;AccountKey=;EndpointSuffix=core.windows.net")
+// for an app whose storage is reached with its managed identity: that
+// string names the account but authorizes nothing.
+//
+// Names are matched without regard to case; other parts are not checked
+// (ParseConnectionString does that). A part that is not Name=Value is an
+// error, since what it holds cannot be told; the error never echoes it.
+func CarriesCredential(s string) (bool, error) {
+	if strings.TrimSpace(s) == "" {
+		return false, nil
+	}
+	for i, part := range strings.Split(s, ";") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, value, ok := strings.Cut(part, "=")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" {
+			return false, fmt.Errorf("connection string: part %d is not Name=Value", i+1)
+		}
+		value = strings.TrimSpace(value)
+		switch strings.ToLower(name) {
+		case "accountkey", "sharedaccesssignature":
+			if value != "" {
+				return true, nil
+			}
+		case "usedevelopmentstorage":
+			if value != "" && !strings.EqualFold(value, "false") {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}

@@ -173,3 +173,67 @@ func accountKeyPart(s string) (key, rest string) {
 	}
 	return key, strings.Join(others, ";")
 }
+
+func TestCarriesCredential(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    bool
+		wantErr bool
+	}{
+		{"", false, false},
+		{"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=;EndpointSuffix=core.windows.net", false, false},
+		{"AccountName=acct; accountkey =  ;", false, false},
+		{"AccountName=acct", false, false},
+		{"UseDevelopmentStorage=false", false, false},
+		{"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=" + testKey + ";EndpointSuffix=core.windows.net", true, false},
+		{"ACCOUNTKEY=" + testKey, true, false},
+		{"BlobEndpoint=https://b.example.com;SharedAccessSignature=sv=2022-11-02&sig=x", true, false},
+		{"UseDevelopmentStorage=true", true, false},
+		{"AccountName=acct;" + testKey, false, true},
+		{"=x", false, true},
+	}
+	for _, tt := range tests {
+		got, err := CarriesCredential(tt.in)
+		if got != tt.want || (err != nil) != tt.wantErr {
+			t.Errorf("CarriesCredential(%q) = %v, %v; want %v, error %v", tt.in, got, err, tt.want, tt.wantErr)
+		}
+		if err != nil && strings.Contains(err.Error(), testKey) {
+			t.Errorf("error %q shows the key", err)
+		}
+	}
+}
+
+// FuzzCarriesCredential checks CarriesCredential against
+// ParseConnectionString: whatever parses with an account key carries a
+// credential, a string without any AccountKey, SharedAccessSignature or
+// UseDevelopmentStorage part carries none, and errors never echo input.
+func FuzzCarriesCredential(f *testing.F) {
+	for _, s := range []string{
+		"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=;EndpointSuffix=core.windows.net",
+		"AccountName=acct;AccountKey=" + testKey,
+		"SharedAccessSignature=sig=x",
+		"UseDevelopmentStorage=true",
+		"AccountName=acct;garbage",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := CarriesCredential(s)
+		if err != nil {
+			if got {
+				t.Fatalf("CarriesCredential(%q) = true with an error", s)
+			}
+			if len(s) > 12 && strings.Contains(err.Error(), s) {
+				t.Fatalf("error %q echoes the input", err)
+			}
+			return
+		}
+		if c, perr := ParseConnectionString(s); perr == nil && c.AccountKey != "" && !got {
+			t.Fatalf("CarriesCredential(%q) = false; it parses with an account key", s)
+		}
+		lower := strings.ToLower(s)
+		if got && !strings.Contains(lower, "accountkey") && !strings.Contains(lower, "sharedaccesssignature") && !strings.Contains(lower, "usedevelopmentstorage") {
+			t.Fatalf("CarriesCredential(%q) = true without a credential part", s)
+		}
+	})
+}
