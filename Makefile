@@ -16,10 +16,19 @@ RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 GOARCH_LAMBDA ?= amd64
 FAUXQS_VERSION := 2.4.1
 VERSITYGW_VERSION := v1.8.0
+# The providers' schemas the terraform/ tests hold the modules against: the
+# .jsii files of the CDKTF provider packages (aws 6.25.0, azurerm 4.55.0).
+CDKTF_AWS_VERSION := 21.22.1
+CDKTF_AZURERM_VERSION := 14.23.1
+SCHEMAS := $(TOOLS)/schemas
+SCHEMA_STAMP := $(SCHEMAS)/.installed-aws$(CDKTF_AWS_VERSION)-azurerm$(CDKTF_AZURERM_VERSION)
 # The Node rule re-runs when a pinned version changes.
 NODE_STAMP := $(NODE_DIR)/.installed-node$(NODE_VERSION)-azurite$(AZURITE_VERSION)-fauxqs$(FAUXQS_VERSION)
 
-.PHONY: all build test check vet fmt lint tflint unit tools bench bench-wrk fuzz demo clean package-azure package-aws
+# schemas: only the provider schemas (make tools installs them too).
+schemas: $(SCHEMA_STAMP)
+
+.PHONY: schemas all build test check vet fmt lint tflint unit tools bench bench-wrk fuzz demo clean package-azure package-aws
 
 all: build
 
@@ -66,7 +75,7 @@ tflint: $(TOOLS)/bin/tflint
 		tflint --config=$(CURDIR)/.tflint.hcl --chdir=$$d --minimum-failure-severity=notice || exit 1; \
 	done
 
-tools: $(TOOLS)/bin/staticcheck $(TOOLS)/bin/benchstat $(TOOLS)/bin/tflint $(NODE_STAMP) $(TOOLS)/bin/versitygw $(TOOLS)/bin/aws-lambda-rie
+tools: $(TOOLS)/bin/staticcheck $(TOOLS)/bin/benchstat $(TOOLS)/bin/tflint $(NODE_STAMP) $(TOOLS)/bin/versitygw $(TOOLS)/bin/aws-lambda-rie $(SCHEMA_STAMP)
 
 $(TOOLS)/bin/staticcheck:
 	go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
@@ -92,6 +101,22 @@ package-aws:
 	rm -f dist/aws-lambda.zip
 	cd dist/aws-lambda && zip -q -X ../aws-lambda.zip bootstrap
 	@ls -l dist/aws-lambda.zip
+
+# The provider schemas: npm pack fetches each package's tarball alone (no
+# dependencies), and only its .jsii assembly is kept (.jsii, and .jsii.gz when
+# the .jsii redirects to it), as <provider>.jsii[.gz].
+$(SCHEMA_STAMP):
+	rm -rf $(SCHEMAS) && mkdir -p $(SCHEMAS)/tmp
+	set -e; for p in aws@$(CDKTF_AWS_VERSION) azurerm@$(CDKTF_AZURERM_VERSION); do \
+		name=$${p%@*}; \
+		tgz=$$(cd $(SCHEMAS)/tmp && npm pack --silent --loglevel=error @cdktf/provider-$$p); \
+		tar -xzf $(SCHEMAS)/tmp/$$tgz -C $(SCHEMAS)/tmp --wildcards 'package/.jsii*'; \
+		mv $(SCHEMAS)/tmp/package/.jsii $(SCHEMAS)/$$name.jsii; \
+		if [ -f $(SCHEMAS)/tmp/package/.jsii.gz ]; then mv $(SCHEMAS)/tmp/package/.jsii.gz $(SCHEMAS)/$$name.jsii.gz; fi; \
+		rm -rf $(SCHEMAS)/tmp/package $(SCHEMAS)/tmp/$$tgz; \
+	done
+	rm -rf $(SCHEMAS)/tmp
+	touch $@
 
 # Node 22 (Azurite and fauxqs need it) comes from the npm package that ships
 # the runtime. fauxqs is the SQS server the infra/aws tests run.

@@ -436,6 +436,13 @@ func functions() map[string]function.Function {
 		"min":        stdlib.MinFunc,
 		"regex":      stdlib.RegexFunc,
 		"replace":    stdlib.ReplaceFunc,
+		"sha256": function.New(&function.Spec{
+			Params: []function.Parameter{{Name: "str", Type: cty.String}},
+			Type:   function.StaticReturnType(cty.String),
+			Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+				return cty.StringVal(fmt.Sprintf("%x", sha256.Sum256([]byte(args[0].AsString())))), nil
+			},
+		}),
 		"sort":       stdlib.SortFunc,
 		"startswith": startsWithFunc,
 		"substr":     stdlib.SubstrFunc,

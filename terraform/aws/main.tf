@@ -117,6 +117,15 @@ resource "aws_lambda_event_source_mapping" "continuations" {
   function_name           = aws_lambda_function.gateway.arn
   batch_size              = var.batch_size
   function_response_types = ["ReportBatchItemFailures"]
+
+  # "Maximum concurrency ... limits the number of concurrent instances of the
+  # function that an Amazon SQS event source can invoke" (2-1000; Lambda
+  # Developer Guide, "Configuring maximum concurrency for Amazon SQS event
+  # sources"): a burst of continuations cannot take the account's whole
+  # concurrency, and the Function URL keeps the rest.
+  scaling_config {
+    maximum_concurrency = var.continuation_max_concurrency
+  }
 }
 
 # --- the function -----------------------------------------------------------
@@ -145,9 +154,15 @@ data "aws_iam_policy_document" "gateway" {
     resources = ["${aws_cloudwatch_log_group.gateway.arn}:*"]
   }
 
+  # PutObject also covers CreateMultipartUpload, UploadPart and
+  # CompleteMultipartUpload; AbortMultipartUpload is its own action, which
+  # infra/aws/store.go calls when a large upload fails ("To abort a multipart
+  # upload you must have the s3:AbortMultipartUpload permission": Amazon S3 API
+  # Reference, AbortMultipartUpload, and the S3 User Guide's "Multipart upload
+  # API and permissions" table).
   statement {
     sid       = "ResultObjects"
-    actions   = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"]
+    actions   = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"]
     resources = ["${aws_s3_bucket.results.arn}/*"]
   }
 
@@ -202,6 +217,12 @@ resource "aws_lambda_function" "gateway" {
   source_code_hash = filebase64sha256(var.package_path)
   timeout          = var.lambda_timeout
   memory_size      = var.memory_size
+  # -1: unreserved (the provider's own default). Reserved concurrency is both
+  # the function's ceiling and a share taken from the account's unreserved
+  # pool, which must keep at least 100 ("Lambda reserves 100 units of
+  # concurrency for functions that don't have reserved concurrency": Lambda
+  # Developer Guide, "Configuring reserved concurrency").
+  reserved_concurrent_executions = coalesce(var.reserved_concurrent_executions, -1)
 
   environment {
     variables = local.app_settings
@@ -236,6 +257,10 @@ resource "aws_lambda_function" "gateway" {
     precondition {
       condition     = alltrue([for t in local.profile_topics : var.notification_queue_prefix != null && startswith(t, coalesce(var.notification_queue_prefix, "-"))])
       error_message = "Every async-config.topic of user_profiles must start with notification_queue_prefix: the function may only send to queues so named."
+    }
+    precondition {
+      condition     = var.reserved_concurrent_executions == null || var.continuation_max_concurrency <= coalesce(var.reserved_concurrent_executions, 0)
+      error_message = "continuation_max_concurrency must not exceed reserved_concurrent_executions: the queue's invocations beyond the function's own ceiling would only be throttled."
     }
     precondition {
       condition     = var.function_timeout_secs == null || coalesce(var.function_timeout_secs, 0) <= var.lambda_timeout

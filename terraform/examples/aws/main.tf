@@ -1,5 +1,6 @@
 # Deploys the gateway to AWS Lambda behind a Function URL. Build the zip
-# first: make package-aws (dist/aws-lambda.zip, bootstrap for linux/arm64).
+# first: make package-aws (dist/aws-lambda.zip: bootstrap built for the
+# module's default architecture, arm64). Step by step: docs/deploy-aws.md.
 
 provider "aws" {
   region = var.region
@@ -10,7 +11,8 @@ module "gateway" {
 
   name         = var.name
   package_path = "${path.root}/../../../dist/aws-lambda.zip"
-  architecture = "arm64"
+  # architecture: the module's default (arm64), the one make package-aws
+  # builds for; set both together (docs/deploy-aws.md).
 
   lambda_timeout         = 120
   function_url_auth_type = "AWS_IAM"

@@ -5,7 +5,7 @@ variable "region" {
 }
 
 variable "name" {
-  description = "Base name of the resources."
+  description = "Base name of the resources (1-40 letters, digits, hyphens and underscores). Unique per account and region; the bucket's name gets a generated suffix, so the default collides with nothing outside your account."
   type        = string
   default     = "fngateway"
 }

@@ -1,11 +1,16 @@
 # Deploys the gateway to Azure Functions (Flex Consumption) in a new resource
 # group. Then publish the app: make package-azure, and
 #   az functionapp deployment source config-zip -g <group> -n <app> --src dist/azure-functionapp.zip
+# with the resource_group_name and function_app_name outputs. Step by step,
+# with the roles the deployer needs: docs/deploy-azure.md.
 
 provider "azurerm" {
   features {}
   # The storage account has shared keys disabled: manage its containers and
-  # queues with Entra ID.
+  # queues with Entra ID. The deployer then needs data-plane roles on the
+  # account too (Storage Blob Data Contributor, Storage Queue Data
+  # Contributor): the provider's documentation of storage_use_azuread, and
+  # docs/deploy-azure.md.
   storage_use_azuread = true
   subscription_id     = var.subscription_id
 }

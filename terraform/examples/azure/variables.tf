@@ -4,9 +4,8 @@ variable "subscription_id" {
 }
 
 variable "name" {
-  description = "Base name of the resources (3-22 lowercase letters, digits and hyphens)."
+  description = "Base name of the resources (3-32 lowercase letters, digits and hyphens, the module's rule). Globally unique: the function app is <name>.azurewebsites.net, so there is no default."
   type        = string
-  default     = "fngateway"
 }
 
 variable "location" {
