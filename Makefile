@@ -12,8 +12,12 @@ AZURITE_VERSION := 3.37.0
 TFLINT_VERSION := v0.64.0
 # The Lambda Runtime Interface Emulator has no release tags as a Go module: pin its commit.
 RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
-# package-aws: the Lambda's architecture (amd64 for x86_64, arm64).
-GOARCH_LAMBDA ?= amd64
+# package-aws: the Lambda's architecture. One source of truth: the default of
+# the AWS module's architecture variable (terraform/aws/variables.tf), in Go's
+# name (x86_64 is amd64); terraform/ TestLambdaArchitecture holds the zip's
+# ELF header against what the example deploys. Override both together.
+LAMBDA_ARCH := $(shell sed -n '/^variable "architecture"/,/^}/s/^ *default *= *"\(.*\)"$$/\1/p' terraform/aws/variables.tf)
+GOARCH_LAMBDA ?= $(if $(filter x86_64,$(LAMBDA_ARCH)),amd64,$(LAMBDA_ARCH))
 FAUXQS_VERSION := 2.4.1
 VERSITYGW_VERSION := v1.8.0
 # The providers' schemas the terraform/ tests hold the modules against: the
@@ -93,14 +97,17 @@ $(TOOLS)/bin/versitygw:
 $(TOOLS)/bin/aws-lambda-rie:
 	go install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
 
-## package-aws: dist/aws-lambda.zip, the Lambda's code (provided.al2023, bootstrap).
+## package-aws: dist/aws-lambda.zip, the Lambda's code (provided.al2023, bootstrap
+## for linux/$(GOARCH_LAMBDA)). AWS_DIST: another output folder (the tests').
+AWS_DIST ?= dist
 package-aws:
-	rm -rf dist/aws-lambda && mkdir -p dist/aws-lambda
+	@test -n "$(GOARCH_LAMBDA)" || { echo "package-aws: no architecture default in terraform/aws/variables.tf"; exit 1; }
+	rm -rf $(AWS_DIST)/aws-lambda && mkdir -p $(AWS_DIST)/aws-lambda
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH_LAMBDA) go build -tags lambda.norpc -trimpath -ldflags='-s -w' \
-		-o dist/aws-lambda/bootstrap ./functions
-	rm -f dist/aws-lambda.zip
-	cd dist/aws-lambda && zip -q -X ../aws-lambda.zip bootstrap
-	@ls -l dist/aws-lambda.zip
+		-o $(AWS_DIST)/aws-lambda/bootstrap ./functions
+	rm -f $(AWS_DIST)/aws-lambda.zip
+	cd $(AWS_DIST)/aws-lambda && zip -q -X ../aws-lambda.zip bootstrap
+	@ls -l $(AWS_DIST)/aws-lambda.zip
 
 # The provider schemas: npm pack fetches each package's tarball alone (no
 # dependencies), and only its .jsii assembly is kept (.jsii, and .jsii.gz when

@@ -33,6 +33,8 @@ type module struct {
 	resources map[string]*hclsyntax.Block // "type.name"
 	data      map[string]*hclsyntax.Block // "type.name"
 	calls     map[string]*hclsyntax.Block // module blocks, by name
+	providers []*hclsyntax.Block          // provider blocks
+	settings  []*hclsyntax.Block          // terraform blocks
 }
 
 // variable is one variable block.
@@ -104,6 +106,10 @@ func parseModule(name string, files map[string][]byte) (*module, error) {
 				m.data[b.Labels[0]+"."+b.Labels[1]] = b
 			case "module":
 				m.calls[b.Labels[0]] = b
+			case "provider":
+				m.providers = append(m.providers, b)
+			case "terraform":
+				m.settings = append(m.settings, b)
 			}
 		}
 	}
