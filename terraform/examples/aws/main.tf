@@ -18,9 +18,10 @@ module "gateway" {
   function_url_auth_type = "AWS_IAM"
   invoke_mode            = "BUFFERED"
 
-  hosts              = var.hosts
-  async_mode_enabled = true
-  timeout            = 60000
+  hosts                 = var.hosts
+  async_mode_enabled    = true
+  async_trigger_timeout = var.async_trigger_timeout
+  timeout               = 60000
   user_profiles = jsonencode([
     { userId = "batch", "async-config" = { enabled = true, topic = "${var.name}-batch-events" } },
   ])

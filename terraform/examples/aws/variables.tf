@@ -14,3 +14,9 @@ variable "hosts" {
   description = "The backends' base URLs, tried in this order."
   type        = list(string)
 }
+
+variable "async_trigger_timeout" {
+  description = "AsyncTriggerTimeout, in ms: how long an async-eligible request waits for its backend before it is answered 202. 10000 is the gateway's default; 1 sends every async-eligible request async at once, to try the async API with a fast backend."
+  type        = number
+  default     = 10000
+}

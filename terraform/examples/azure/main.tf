@@ -27,10 +27,11 @@ module "gateway" {
   resource_group_name = azurerm_resource_group.gateway.name
   location            = azurerm_resource_group.gateway.location
 
-  hosts              = var.hosts
-  async_mode_enabled = true
-  function_timeout   = 600
-  timeout            = 120000
+  hosts                 = var.hosts
+  async_mode_enabled    = true
+  async_trigger_timeout = var.async_trigger_timeout
+  function_timeout      = 600
+  timeout               = 120000
   user_profiles = jsonencode([
     { userId = "batch", "async-config" = { enabled = true, containername = "batch-results", topic = "batch-events" } },
   ])
