@@ -32,9 +32,8 @@ var schemaProviders = []schemaProvider{
 // the one place for them. Each module's required_providers must demand at
 // least that version (TestProviderVersions).
 var newerThanSchema = []newerArgument{
-	// aws_lambda_permission's invoked_via_function_url: provider 6.28.0
-	// (its CHANGELOG: "resource/aws_lambda_permission: Add
-	// invoked_via_function_url argument").
+	// The aws provider's CHANGELOG, 6.28.0 (January 7, 2026):
+	// "resource/aws_lambda_permission: Add invoked_via_function_url argument".
 	{provider: "aws", path: "resource aws_lambda_permission invoked_via_function_url", version: "6.28.0"},
 }
 

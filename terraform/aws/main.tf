@@ -118,11 +118,12 @@ resource "aws_lambda_event_source_mapping" "continuations" {
   batch_size              = var.batch_size
   function_response_types = ["ReportBatchItemFailures"]
 
-  # "Maximum concurrency ... limits the number of concurrent instances of the
-  # function that an Amazon SQS event source can invoke" (2-1000; Lambda
-  # Developer Guide, "Configuring maximum concurrency for Amazon SQS event
-  # sources"): a burst of continuations cannot take the account's whole
-  # concurrency, and the Function URL keeps the rest.
+  # MaximumConcurrency "Limits the number of concurrent instances that the
+  # Amazon SQS event source can invoke", 2 to 1000 (Lambda API Reference,
+  # ScalingConfig; Lambda Developer Guide, "Configuring maximum concurrency for
+  # Amazon SQS event sources"): a burst of continuations cannot take the
+  # account's whole concurrency, and requests on the Function URL keep the
+  # rest.
   scaling_config {
     maximum_concurrency = var.continuation_max_concurrency
   }
@@ -217,11 +218,13 @@ resource "aws_lambda_function" "gateway" {
   source_code_hash = filebase64sha256(var.package_path)
   timeout          = var.lambda_timeout
   memory_size      = var.memory_size
-  # -1: unreserved (the provider's own default). Reserved concurrency is both
-  # the function's ceiling and a share taken from the account's unreserved
-  # pool, which must keep at least 100 ("Lambda reserves 100 units of
-  # concurrency for functions that don't have reserved concurrency": Lambda
-  # Developer Guide, "Configuring reserved concurrency").
+  # -1: unreserved (the provider's own default). Reserved concurrency "sets
+  # both the maximum and minimum number of concurrent instances allocated to
+  # your function", and "You can reserve up to the Unreserved account
+  # concurrency value that is shown, minus 100 for functions that don't have
+  # reserved concurrency" (Lambda Developer Guide, "Configuring reserved
+  # concurrency for a function"): a default would fail on accounts with a low
+  # quota, so none is reserved unless asked.
   reserved_concurrent_executions = coalesce(var.reserved_concurrent_executions, -1)
 
   environment {
