@@ -1,5 +1,14 @@
 # The gateway as an AWS Lambda function (provided.al2023, bootstrap) behind a
 # Function URL, with async results in S3 and continuations on SQS.
+#
+# The deployer needs to create, read, update and delete, in the account and
+# region: the Lambda function with its concurrency, Function URL, permissions
+# and SQS event source mapping; the S3 bucket <name>-results-* and its
+# settings; the queues <name>-continuations[-dlq]; the log group
+# /aws/lambda/<name>; and, on the role <name>-gateway only, iam:CreateRole,
+# GetRole, DeleteRole, TagRole, PutRolePolicy, GetRolePolicy, DeleteRolePolicy,
+# ListRolePolicies, ListAttachedRolePolicies, ListInstanceProfilesForRole and
+# PassRole. The exact list: docs/deploy-aws.md.
 
 data "aws_partition" "current" {}
 data "aws_region" "current" {}

@@ -1,5 +1,19 @@
 # The gateway as an Azure Functions custom handler on Flex Consumption, with
 # identity-based access to its storage account (no keys anywhere).
+#
+# The deployer needs, on the resource group (on the subscription when the
+# group is created in the same apply, as in examples/azure):
+# - Contributor, for every resource here and the zip deployment;
+# - Role Based Access Control Administrator, User Access Administrator or
+#   Owner, for the two role assignments below
+#   (Microsoft.Authorization/roleAssignments/write);
+# - Storage Blob Data Contributor and Storage Queue Data Contributor: the
+#   account has shared keys off, so the provider runs with
+#   storage_use_azuread = true, which "requires that the User/Service Principal
+#   being used has the associated Storage roles" (the azurerm provider's
+#   documentation of storage_use_azuread); management roles hold no data
+#   actions.
+# Step by step: docs/deploy-azure.md.
 
 locals {
   # The continuation queue: the literal name in functions/continuation/function.json
