@@ -29,12 +29,12 @@ SCHEMA_STAMP := $(SCHEMAS)/.installed-aws$(CDKTF_AWS_VERSION)-azurerm$(CDKTF_AZU
 # The Node rule re-runs when a pinned version changes.
 NODE_STAMP := $(NODE_DIR)/.installed-node$(NODE_VERSION)-azurite$(AZURITE_VERSION)-fauxqs$(FAUXQS_VERSION)
 
-# schemas: only the provider schemas (make tools installs them too).
-schemas: $(SCHEMA_STAMP)
-
 .PHONY: schemas all build test check vet fmt lint tflint unit tools bench bench-wrk fuzz demo clean package-azure package-aws
 
 all: build
+
+# schemas: only the provider schemas (make tools installs them too).
+schemas: $(SCHEMA_STAMP)
 
 build:
 	go build -tags lambda.norpc -o bin/gateway ./functions
