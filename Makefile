@@ -12,16 +12,29 @@ AZURITE_VERSION := 3.37.0
 TFLINT_VERSION := v0.64.0
 # The Lambda Runtime Interface Emulator has no release tags as a Go module: pin its commit.
 RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
-# package-aws: the Lambda's architecture (amd64 for x86_64, arm64).
-GOARCH_LAMBDA ?= amd64
+# package-aws: the Lambda's architecture. One source of truth: the default of
+# the AWS module's architecture variable (terraform/aws/variables.tf), in Go's
+# name (x86_64 is amd64); terraform/ TestLambdaArchitecture holds the zip's
+# ELF header against what the example deploys. Override both together.
+LAMBDA_ARCH := $(shell sed -n '/^variable "architecture"/,/^}/s/^ *default *= *"\(.*\)"$$/\1/p' terraform/aws/variables.tf)
+GOARCH_LAMBDA ?= $(if $(filter x86_64,$(LAMBDA_ARCH)),amd64,$(LAMBDA_ARCH))
 FAUXQS_VERSION := 2.4.1
 VERSITYGW_VERSION := v1.8.0
+# The providers' schemas the terraform/ tests hold the modules against: the
+# .jsii files of the CDKTF provider packages (aws 6.25.0, azurerm 4.55.0).
+CDKTF_AWS_VERSION := 21.22.1
+CDKTF_AZURERM_VERSION := 14.23.1
+SCHEMAS := $(TOOLS)/schemas
+SCHEMA_STAMP := $(SCHEMAS)/.installed-aws$(CDKTF_AWS_VERSION)-azurerm$(CDKTF_AZURERM_VERSION)
 # The Node rule re-runs when a pinned version changes.
 NODE_STAMP := $(NODE_DIR)/.installed-node$(NODE_VERSION)-azurite$(AZURITE_VERSION)-fauxqs$(FAUXQS_VERSION)
 
-.PHONY: all build test check vet fmt lint tflint unit tools bench bench-wrk fuzz demo clean package-azure package-aws
+.PHONY: schemas all build test check vet fmt lint tflint unit tools bench bench-wrk fuzz demo clean package-azure package-aws
 
 all: build
+
+# schemas: only the provider schemas (make tools installs them too).
+schemas: $(SCHEMA_STAMP)
 
 build:
 	go build -tags lambda.norpc -o bin/gateway ./functions
@@ -66,7 +79,7 @@ tflint: $(TOOLS)/bin/tflint
 		tflint --config=$(CURDIR)/.tflint.hcl --chdir=$$d --minimum-failure-severity=notice || exit 1; \
 	done
 
-tools: $(TOOLS)/bin/staticcheck $(TOOLS)/bin/benchstat $(TOOLS)/bin/tflint $(NODE_STAMP) $(TOOLS)/bin/versitygw $(TOOLS)/bin/aws-lambda-rie
+tools: $(TOOLS)/bin/staticcheck $(TOOLS)/bin/benchstat $(TOOLS)/bin/tflint $(NODE_STAMP) $(TOOLS)/bin/versitygw $(TOOLS)/bin/aws-lambda-rie $(SCHEMA_STAMP)
 
 $(TOOLS)/bin/staticcheck:
 	go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
@@ -84,14 +97,33 @@ $(TOOLS)/bin/versitygw:
 $(TOOLS)/bin/aws-lambda-rie:
 	go install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
 
-## package-aws: dist/aws-lambda.zip, the Lambda's code (provided.al2023, bootstrap).
+## package-aws: dist/aws-lambda.zip, the Lambda's code (provided.al2023, bootstrap
+## for linux/$(GOARCH_LAMBDA)). AWS_DIST: another output folder (the tests').
+AWS_DIST ?= dist
 package-aws:
-	rm -rf dist/aws-lambda && mkdir -p dist/aws-lambda
+	@test -n "$(GOARCH_LAMBDA)" || { echo "package-aws: no architecture default in terraform/aws/variables.tf"; exit 1; }
+	rm -rf $(AWS_DIST)/aws-lambda && mkdir -p $(AWS_DIST)/aws-lambda
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH_LAMBDA) go build -tags lambda.norpc -trimpath -ldflags='-s -w' \
-		-o dist/aws-lambda/bootstrap ./functions
-	rm -f dist/aws-lambda.zip
-	cd dist/aws-lambda && zip -q -X ../aws-lambda.zip bootstrap
-	@ls -l dist/aws-lambda.zip
+		-o $(AWS_DIST)/aws-lambda/bootstrap ./functions
+	rm -f $(AWS_DIST)/aws-lambda.zip
+	cd $(AWS_DIST)/aws-lambda && zip -q -X ../aws-lambda.zip bootstrap
+	@ls -l $(AWS_DIST)/aws-lambda.zip
+
+# The provider schemas: npm pack fetches each package's tarball alone (no
+# dependencies), and only its .jsii assembly is kept (.jsii, and .jsii.gz when
+# the .jsii redirects to it), as <provider>.jsii[.gz].
+$(SCHEMA_STAMP):
+	rm -rf $(SCHEMAS) && mkdir -p $(SCHEMAS)/tmp
+	set -e; for p in aws@$(CDKTF_AWS_VERSION) azurerm@$(CDKTF_AZURERM_VERSION); do \
+		name=$${p%@*}; \
+		tgz=$$(cd $(SCHEMAS)/tmp && npm pack --silent --loglevel=error @cdktf/provider-$$p); \
+		tar -xzf $(SCHEMAS)/tmp/$$tgz -C $(SCHEMAS)/tmp --wildcards 'package/.jsii*'; \
+		mv $(SCHEMAS)/tmp/package/.jsii $(SCHEMAS)/$$name.jsii; \
+		if [ -f $(SCHEMAS)/tmp/package/.jsii.gz ]; then mv $(SCHEMAS)/tmp/package/.jsii.gz $(SCHEMAS)/$$name.jsii.gz; fi; \
+		rm -rf $(SCHEMAS)/tmp/package $(SCHEMAS)/tmp/$$tgz; \
+	done
+	rm -rf $(SCHEMAS)/tmp
+	touch $@
 
 # Node 22 (Azurite and fauxqs need it) comes from the npm package that ships
 # the runtime. fauxqs is the SQS server the infra/aws tests run.

@@ -60,6 +60,7 @@ var azureSpec = spec{
 	dir:        "azure",
 	settingsAt: []string{"azurerm_function_app_flex_consumption.gateway", "app_settings"},
 	platform: []string{
+		"AzureWebJobsStorage",
 		"AzureWebJobsStorage__blobServiceUri",
 		"AzureWebJobsStorage__queueServiceUri",
 		"AzureWebJobsStorage__credential",
@@ -68,7 +69,7 @@ var azureSpec = spec{
 	},
 	notHere: map[string]string{
 		"ListenAddr":          "local host only",
-		"AzureWebJobsStorage": "identity-based: AzureWebJobsStorage__* instead of a connection string",
+		"AzureWebJobsStorage": "identity-based: AzureWebJobsStorage__* instead of a connection string (the module writes it empty over the provider's key-less one)",
 		"InvokeMode":          "Lambda only",
 	},
 	sample: sampleHosts.with(vars{

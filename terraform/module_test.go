@@ -33,6 +33,8 @@ type module struct {
 	resources map[string]*hclsyntax.Block // "type.name"
 	data      map[string]*hclsyntax.Block // "type.name"
 	calls     map[string]*hclsyntax.Block // module blocks, by name
+	providers []*hclsyntax.Block          // provider blocks
+	settings  []*hclsyntax.Block          // terraform blocks
 }
 
 // variable is one variable block.
@@ -104,6 +106,10 @@ func parseModule(name string, files map[string][]byte) (*module, error) {
 				m.data[b.Labels[0]+"."+b.Labels[1]] = b
 			case "module":
 				m.calls[b.Labels[0]] = b
+			case "provider":
+				m.providers = append(m.providers, b)
+			case "terraform":
+				m.settings = append(m.settings, b)
 			}
 		}
 	}
@@ -436,6 +442,13 @@ func functions() map[string]function.Function {
 		"min":        stdlib.MinFunc,
 		"regex":      stdlib.RegexFunc,
 		"replace":    stdlib.ReplaceFunc,
+		"sha256": function.New(&function.Spec{
+			Params: []function.Parameter{{Name: "str", Type: cty.String}},
+			Type:   function.StaticReturnType(cty.String),
+			Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+				return cty.StringVal(fmt.Sprintf("%x", sha256.Sum256([]byte(args[0].AsString())))), nil
+			},
+		}),
 		"sort":       stdlib.SortFunc,
 		"startswith": startsWithFunc,
 		"substr":     stdlib.SubstrFunc,

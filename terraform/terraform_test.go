@@ -41,22 +41,22 @@ func TestWrittenSettings(t *testing.T) {
 	tests := []struct {
 		sp    spec
 		given vars
-		want  map[string]string // "" for a value known only after apply
+		want  map[string]string // afterApply for a value known only after apply
 	}{
 		{azureSpec, nil, map[string]string{
 			"Hosts": "https://backend.example", "AsyncStore": "azure", "AsyncQueue": "gateway-continuations",
-			"AzureWebJobsStorage__blobServiceUri": "", "AzureWebJobsStorage__queueServiceUri": "",
+			"AzureWebJobsStorage": "", "AzureWebJobsStorage__blobServiceUri": afterApply, "AzureWebJobsStorage__queueServiceUri": afterApply,
 			"AzureWebJobsStorage__credential": "managedidentity", "AzureFunctionsJobHost__functionTimeout": "00:30:00",
 		}},
 		{azureSpec, vars{"function_timeout": cty.NumberIntVal(3599), "timeout": cty.NumberIntVal(60000), "async_mode_enabled": cty.True}, map[string]string{
 			"Hosts": "https://backend.example", "AsyncStore": "azure", "AsyncQueue": "gateway-continuations",
-			"AzureWebJobsStorage__blobServiceUri": "", "AzureWebJobsStorage__queueServiceUri": "",
+			"AzureWebJobsStorage": "", "AzureWebJobsStorage__blobServiceUri": afterApply, "AzureWebJobsStorage__queueServiceUri": afterApply,
 			"AzureWebJobsStorage__credential": "managedidentity", "AzureFunctionsJobHost__functionTimeout": "00:59:59",
 			"Timeout": "60000", "AsyncModeEnabled": "true",
 		}},
-		{awsSpec, nil, map[string]string{"Hosts": "https://backend.example", "AsyncStore": "", "AsyncQueue": ""}},
+		{awsSpec, nil, map[string]string{"Hosts": "https://backend.example", "AsyncStore": afterApply, "AsyncQueue": afterApply}},
 		{awsSpec, vars{"invoke_mode": cty.StringVal("RESPONSE_STREAM"), "default_ttl_secs": cty.NumberFloatVal(2.5)}, map[string]string{
-			"Hosts": "https://backend.example", "AsyncStore": "", "AsyncQueue": "", "InvokeMode": "RESPONSE_STREAM", "DefaultTTLSecs": "2.5",
+			"Hosts": "https://backend.example", "AsyncStore": afterApply, "AsyncQueue": afterApply, "InvokeMode": "RESPONSE_STREAM", "DefaultTTLSecs": "2.5",
 		}},
 	}
 	for _, tt := range tests {
@@ -73,7 +73,7 @@ func TestWrittenSettings(t *testing.T) {
 				t.Fatalf("settings written: got %q, want %q", g, w)
 			}
 			for k, want := range tt.want {
-				if want == "" {
+				if want == afterApply {
 					if got[k].IsKnown() {
 						t.Errorf("%s: got %#v, want a value known only after apply", k, got[k])
 					}
@@ -86,6 +86,9 @@ func TestWrittenSettings(t *testing.T) {
 		})
 	}
 }
+
+// afterApply stands for a value known only after apply.
+const afterApply = "(known after apply)"
 
 // TestNesting checks that the modules refuse budgets that cannot nest
 // under the execution limit, at the exact edge.
@@ -124,6 +127,10 @@ func TestNesting(t *testing.T) {
 		{vars{"user_profiles": cty.StringVal(` [{"userId":"a","async-config":{"enabled":true}},{"userId":"b","x":1}]`)}, true},
 		{vars{"user_profiles": cty.StringVal(`[{"userId":"a"`)}, false},
 		{vars{"user_profiles": cty.StringVal("file:profiles.json")}, true},
+		// Flex Consumption's instance sizes, as the description says.
+		{vars{"instance_memory_in_mb": n(512)}, true},
+		{vars{"instance_memory_in_mb": n(4096)}, true},
+		{vars{"instance_memory_in_mb": n(1024)}, false},
 	}
 	aws := []outcome{
 		{vars{"lambda_timeout": n(60), "timeout": n(59000)}, true},
@@ -139,6 +146,13 @@ func TestNesting(t *testing.T) {
 		{vars{"invoke_mode": cty.StringVal("STREAM")}, false},
 		{vars{"architecture": cty.StringVal("x86_64")}, true},
 		{vars{"architecture": cty.StringVal("arm")}, false},
+		// The queue's concurrency fits inside the function's reserved one.
+		{vars{"reserved_concurrent_executions": n(10)}, true},
+		{vars{"reserved_concurrent_executions": n(9)}, false},
+		{vars{"reserved_concurrent_executions": n(2), "continuation_max_concurrency": n(2)}, true},
+		{vars{"continuation_max_concurrency": n(1)}, false},
+		{vars{"continuation_max_concurrency": n(1000)}, true},
+		{vars{"continuation_max_concurrency": n(1001)}, false},
 		// Notifications go only to queues the role may use.
 		{vars{"user_profiles": cty.StringVal(`[{"userId":"a","async-config":{"topic":"gw-events"}}]`), "notification_queue_prefix": cty.StringVal("gw-")}, true},
 		{vars{"user_profiles": cty.StringVal(`[{"userId":"a","async-config":{"topic":"events"}}]`), "notification_queue_prefix": cty.StringVal("gw-")}, false},
@@ -363,7 +377,7 @@ func TestExamples(t *testing.T) {
 		sp     spec
 		sample vars
 	}{
-		{"examples/azure", azureSpec, sampleHosts.with(vars{"subscription_id": cty.StringVal("00000000-0000-0000-0000-000000000000")})},
+		{"examples/azure", azureSpec, sampleHosts.with(vars{"subscription_id": cty.StringVal("00000000-0000-0000-0000-000000000000"), "name": cty.StringVal("fngw-example")})},
 		{"examples/aws", awsSpec, sampleHosts},
 	} {
 		t.Run(c.dir, func(t *testing.T) {

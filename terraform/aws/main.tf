@@ -1,5 +1,14 @@
 # The gateway as an AWS Lambda function (provided.al2023, bootstrap) behind a
 # Function URL, with async results in S3 and continuations on SQS.
+#
+# The deployer needs to create, read, update and delete, in the account and
+# region: the Lambda function with its concurrency, Function URL, permissions
+# and SQS event source mapping; the S3 bucket <name>-results-* and its
+# settings; the queues <name>-continuations[-dlq]; the log group
+# /aws/lambda/<name>; and, on the role <name>-gateway only, iam:CreateRole,
+# GetRole, DeleteRole, TagRole, PutRolePolicy, GetRolePolicy, DeleteRolePolicy,
+# ListRolePolicies, ListAttachedRolePolicies, ListInstanceProfilesForRole and
+# PassRole. The exact list: docs/deploy-aws.md.
 
 data "aws_partition" "current" {}
 data "aws_region" "current" {}
@@ -117,6 +126,16 @@ resource "aws_lambda_event_source_mapping" "continuations" {
   function_name           = aws_lambda_function.gateway.arn
   batch_size              = var.batch_size
   function_response_types = ["ReportBatchItemFailures"]
+
+  # MaximumConcurrency "Limits the number of concurrent instances that the
+  # Amazon SQS event source can invoke", 2 to 1000 (Lambda API Reference,
+  # ScalingConfig; Lambda Developer Guide, "Configuring maximum concurrency for
+  # Amazon SQS event sources"): a burst of continuations cannot take the
+  # account's whole concurrency, and requests on the Function URL keep the
+  # rest.
+  scaling_config {
+    maximum_concurrency = var.continuation_max_concurrency
+  }
 }
 
 # --- the function -----------------------------------------------------------
@@ -145,9 +164,15 @@ data "aws_iam_policy_document" "gateway" {
     resources = ["${aws_cloudwatch_log_group.gateway.arn}:*"]
   }
 
+  # PutObject also covers CreateMultipartUpload, UploadPart and
+  # CompleteMultipartUpload; AbortMultipartUpload is its own action, which
+  # infra/aws/store.go calls when a large upload fails ("To abort a multipart
+  # upload you must have the s3:AbortMultipartUpload permission": Amazon S3 API
+  # Reference, AbortMultipartUpload, and the S3 User Guide's "Multipart upload
+  # API and permissions" table).
   statement {
     sid       = "ResultObjects"
-    actions   = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"]
+    actions   = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"]
     resources = ["${aws_s3_bucket.results.arn}/*"]
   }
 
@@ -202,6 +227,14 @@ resource "aws_lambda_function" "gateway" {
   source_code_hash = filebase64sha256(var.package_path)
   timeout          = var.lambda_timeout
   memory_size      = var.memory_size
+  # -1: unreserved (the provider's own default). Reserved concurrency "sets
+  # both the maximum and minimum number of concurrent instances allocated to
+  # your function", and "You can reserve up to the Unreserved account
+  # concurrency value that is shown, minus 100 for functions that don't have
+  # reserved concurrency" (Lambda Developer Guide, "Configuring reserved
+  # concurrency for a function"): a default would fail on accounts with a low
+  # quota, so none is reserved unless asked.
+  reserved_concurrent_executions = coalesce(var.reserved_concurrent_executions, -1)
 
   environment {
     variables = local.app_settings
@@ -236,6 +269,10 @@ resource "aws_lambda_function" "gateway" {
     precondition {
       condition     = alltrue([for t in local.profile_topics : var.notification_queue_prefix != null && startswith(t, coalesce(var.notification_queue_prefix, "-"))])
       error_message = "Every async-config.topic of user_profiles must start with notification_queue_prefix: the function may only send to queues so named."
+    }
+    precondition {
+      condition     = var.reserved_concurrent_executions == null || var.continuation_max_concurrency <= coalesce(var.reserved_concurrent_executions, 0)
+      error_message = "continuation_max_concurrency must not exceed reserved_concurrent_executions: the queue's invocations beyond the function's own ceiling would only be throttled."
     }
     precondition {
       condition     = var.function_timeout_secs == null || coalesce(var.function_timeout_secs, 0) <= var.lambda_timeout

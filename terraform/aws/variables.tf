@@ -3,10 +3,12 @@
 # ---------------------------------------------------------------------------
 
 variable "name" {
-  description = "Base name of the resources: the function, its role, log group and queues (<name>-continuations, <name>-continuations-dlq)."
+  description = "Base name of the resources: the function, its role (<name>-gateway), log group and queues (<name>-continuations, <name>-continuations-dlq). 1-40 letters, digits, hyphens and underscores. Unique per account and region; the bucket's name gets a generated suffix."
   type        = string
   nullable    = false
 
+  # 40 keeps every derived name inside its limit: the role (64), the queues
+  # (80 with -continuations-dlq) and the function (64).
   validation {
     condition     = can(regex("^[A-Za-z0-9_-]{1,40}$", var.name))
     error_message = "The name value must be 1-40 letters, digits, hyphens and underscores."
@@ -19,8 +21,11 @@ variable "package_path" {
   nullable    = false
 }
 
+# The one default of the Lambda architecture: the Makefile's package-aws reads
+# it from here (GOARCH_LAMBDA), the example leaves it to this default, and
+# terraform/ TestLambdaArchitecture holds the zip's ELF header against it.
 variable "architecture" {
-  description = "The function's instruction set: arm64 or x86_64 (the zip's bootstrap must match it)."
+  description = "The function's instruction set: arm64 or x86_64. The zip's bootstrap must be built for it: make package-aws builds for this variable's default; for x86_64, build with make package-aws GOARCH_LAMBDA=amd64."
   type        = string
   default     = "arm64"
   nullable    = false
@@ -76,6 +81,29 @@ variable "invoke_mode" {
   validation {
     condition     = contains(["BUFFERED", "RESPONSE_STREAM"], var.invoke_mode)
     error_message = "The invoke_mode value must be BUFFERED or RESPONSE_STREAM."
+  }
+}
+
+variable "reserved_concurrent_executions" {
+  description = "Reserved concurrency of the function: its ceiling of concurrent invocations (Function URL and queue together), taken from the account's unreserved pool. null: unreserved, the function shares the account's pool (reserving needs an account whose quota leaves 100 unreserved)."
+  type        = number
+  default     = null
+
+  validation {
+    condition     = var.reserved_concurrent_executions == null || (coalesce(var.reserved_concurrent_executions, 0) >= 1 && floor(coalesce(var.reserved_concurrent_executions, 0)) == coalesce(var.reserved_concurrent_executions, 0))
+    error_message = "The reserved_concurrent_executions value must be a positive whole number, or null."
+  }
+}
+
+variable "continuation_max_concurrency" {
+  description = "The most concurrent invocations the SQS event source mapping makes for continuations (2-1000): async work waits on the queue beyond it, leaving the rest of the concurrency to requests."
+  type        = number
+  default     = 10
+  nullable    = false
+
+  validation {
+    condition     = var.continuation_max_concurrency >= 2 && var.continuation_max_concurrency <= 1000 && floor(var.continuation_max_concurrency) == var.continuation_max_concurrency
+    error_message = "The continuation_max_concurrency value must be a whole number from 2 to 1000."
   }
 }
 

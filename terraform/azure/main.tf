@@ -1,5 +1,19 @@
 # The gateway as an Azure Functions custom handler on Flex Consumption, with
 # identity-based access to its storage account (no keys anywhere).
+#
+# The deployer needs, on the resource group (on the subscription when the
+# group is created in the same apply, as in examples/azure):
+# - Contributor, for every resource here and the zip deployment;
+# - Role Based Access Control Administrator, User Access Administrator or
+#   Owner, for the two role assignments below
+#   (Microsoft.Authorization/roleAssignments/write);
+# - Storage Blob Data Contributor and Storage Queue Data Contributor: the
+#   account has shared keys off, so the provider runs with
+#   storage_use_azuread = true, which "requires that the User/Service Principal
+#   being used has the associated Storage roles" (the azurerm provider's
+#   documentation of storage_use_azuread); management roles hold no data
+#   actions.
+# Step by step: docs/deploy-azure.md.
 
 locals {
   # The continuation queue: the literal name in functions/continuation/function.json
@@ -25,7 +39,11 @@ locals {
   result_containers  = distinct(concat(local.gateway_containers, local.profile_containers, var.result_containers))
   deploy_container   = "app-package"
 
-  storage_account_name = coalesce(var.storage_account_name, substr(replace("${var.name}gw", "-", ""), 0, 24))
+  # Storage account names are global (core.windows.net): by default the
+  # name's letters and digits plus a suffix that the name alone does not
+  # give (the first 6 hex digits of the hash of the resource group's name and
+  # the name), at most 24 characters.
+  storage_account_name = coalesce(var.storage_account_name, "${substr(replace(var.name, "-", ""), 0, 18)}${substr(sha256("${var.resource_group_name}/${var.name}"), 0, 6)}")
 
   # Stored async data is deleted once its request has expired: whole days,
   # rounded up, at least one.
@@ -38,7 +56,30 @@ locals {
   function_timeout_text = format("%02d:%02d:%02d", floor(var.function_timeout / 3600), floor(var.function_timeout % 3600 / 60), var.function_timeout % 60)
 
   # Written by the module from its own resources.
+  #
+  # AzureWebJobsStorage = "": azurerm_function_app_flex_consumption writes
+  # AzureWebJobsStorage itself whatever storage_authentication_type says: its
+  # Create and Update format StorageStringFmt
+  # ("DefaultEndpointsProtocol=https;AccountName=%s;AccountKey=%s;EndpointSuffix=%s")
+  # with the storage_access_key left empty, and
+  # helpers.ExpandSiteConfigFunctionFlexConsumptionApp appends it to the app
+  # settings (internal/services/appservice/function_app_flex_consumption_resource.go
+  # and helpers/function_app_schema.go, provider 4.x up to at least 4.81.0).
+  # The Functions host takes that key-less string for a connection string
+  # (the section's value wins over its AzureWebJobsStorage__* children), so
+  # its queue trigger and its own blobs fail to authenticate and the app never
+  # runs a continuation: provider issues #29693 ("Created resource doesn't
+  # work when using managed identity"), #30732, #29149 and azure-functions-host
+  # #11796. helpers.MergeUserAppSettings lets an explicit app setting replace
+  # the one the provider enumerates ("explicit user settings take priority"),
+  # and #29149 gives an explicit empty AzureWebJobsStorage as the workaround
+  # that works with any identity: the host then reads the identity-based
+  # settings below, and so does the gateway (CONTRACT §1). The provider's Read
+  # drops AzureWebJobsStorage from app_settings (#30732, #33211), so every plan
+  # shows it being set again: a harmless in-place update until #29099 lands.
+  # What the deployed app ends up with: terraform/testdata/azure-app-settings.json.
   host_settings = {
+    AzureWebJobsStorage                    = ""
     AsyncStore                             = "azure"
     AsyncQueue                             = local.continuation_queue
     AzureWebJobsStorage__blobServiceUri    = azurerm_storage_account.gateway.primary_blob_endpoint
@@ -195,15 +236,23 @@ resource "azurerm_function_app_flex_consumption" "gateway" {
   }
 }
 
-# Data-plane roles only, on this storage account only. Storage Blob Data
-# Contributor covers blob read/write/delete, leases (the host's), container
-# creation and the user delegation key that signs result SAS URLs; Storage
-# Queue Data Contributor covers sending, receiving and deleting continuation
-# and notification messages and creating a missing queue (the host's -poison
-# queue). The deployment container is read with the same blob role.
+# Data-plane roles only, on this storage account only, as Microsoft documents
+# them for an identity-based AzureWebJobsStorage ("Azure Functions developer
+# guide", Connecting to host storage with an identity: "The Storage Blob Data
+# Owner role covers the basic needs of Functions host storage - the runtime
+# needs both read and write access to blobs and the ability to create
+# containers"; queue triggers and outputs: Storage Queue Data Contributor, in
+# the same guide's table of roles per binding). Storage Blob Data Owner also
+# holds Microsoft.Storage/storageAccounts/blobServices/generateUserDelegationKey/action,
+# the one action Get User Delegation Key needs to sign the gateway's result
+# SAS URLs (Storage REST API, Get User Delegation Key, Authorization), and the
+# flex deployment container is read with it. Storage Queue Data Contributor
+# covers sending, receiving and deleting continuation and notification
+# messages and creating a missing queue (the host's -poison queue). Nothing
+# else: no Owner, no key access (shared keys are off).
 resource "azurerm_role_assignment" "blob" {
   scope                = azurerm_storage_account.gateway.id
-  role_definition_name = "Storage Blob Data Contributor"
+  role_definition_name = "Storage Blob Data Owner"
   principal_id         = azurerm_function_app_flex_consumption.gateway.identity[0].principal_id
   principal_type       = "ServicePrincipal"
 }

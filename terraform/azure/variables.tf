@@ -3,10 +3,12 @@
 # ---------------------------------------------------------------------------
 
 variable "name" {
-  description = "Base name of the resources: the function app and plan take it as is; the storage account a compacted form (3-24 lowercase letters and digits) unless storage_account_name is given."
+  description = "Base name of the resources, 3-32 lowercase letters, digits and hyphens: the function app takes it as is, so it must be globally unique (<name>.azurewebsites.net); the plan, logs and insights add a suffix; the storage account takes its letters and digits plus a generated suffix unless storage_account_name is given. No default: two deployments must not share it."
   type        = string
   nullable    = false
 
+  # 32: the function app's host name label stays inside App Service's limit
+  # with the suffixes the plan (-plan) and the logs (-logs, -insights) add.
   validation {
     condition     = can(regex("^[a-z0-9][a-z0-9-]{1,30}[a-z0-9]$", var.name))
     error_message = "The name value must be 3-32 lowercase letters, digits and hyphens, starting and ending with a letter or digit."
@@ -26,7 +28,7 @@ variable "location" {
 }
 
 variable "storage_account_name" {
-  description = "The storage account's name (3-24 lowercase letters and digits, globally unique). null: derived from name."
+  description = "The storage account's name (3-24 lowercase letters and digits, globally unique). null: name's letters and digits (at most 18) and a 6-digit suffix derived from the resource group and name."
   type        = string
   default     = null
 
@@ -44,7 +46,9 @@ variable "runtime_version" {
 }
 
 variable "instance_memory_in_mb" {
-  description = "Memory of each Flex Consumption instance, in MB (2048 or 4096)."
+  # Flex Consumption's instance sizes: 512, 2048 (default) and 4096 MB
+  # ("Azure Functions Flex Consumption plan hosting", Instance memory).
+  description = "Memory of each Flex Consumption instance, in MB: 512, 2048 or 4096 (512 leaves MaxBufferedBytes' default, 128 MiB, a quarter of it)."
   type        = number
   default     = 2048
   nullable    = false

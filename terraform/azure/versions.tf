@@ -4,8 +4,9 @@ terraform {
 
   required_providers {
     azurerm = {
-      source  = "hashicorp/azurerm"
-      version = "~> 4.50"
+      source = "hashicorp/azurerm"
+      # 4.55.0: the schema terraform/schema_test.go holds the module against.
+      version = "~> 4.55"
     }
   }
 }

@@ -3,6 +3,16 @@ output "function_url" {
   value       = module.gateway.function_url
 }
 
+output "region" {
+  description = "The region the gateway runs in (SigV4 signs for it)."
+  value       = var.region
+}
+
+output "function_name" {
+  description = "The Lambda function (for its logs: /aws/lambda/<function_name>)."
+  value       = module.gateway.function_name
+}
+
 output "queue_url" {
   description = "The continuation queue."
   value       = module.gateway.queue_url

@@ -5,7 +5,7 @@ variable "region" {
 }
 
 variable "name" {
-  description = "Base name of the resources."
+  description = "Base name of the resources (1-40 letters, digits, hyphens and underscores). Unique per account and region; the bucket's name gets a generated suffix, so the default collides with nothing outside your account."
   type        = string
   default     = "fngateway"
 }
@@ -13,4 +13,10 @@ variable "name" {
 variable "hosts" {
   description = "The backends' base URLs, tried in this order."
   type        = list(string)
+}
+
+variable "async_trigger_timeout" {
+  description = "AsyncTriggerTimeout, in ms: how long an async-eligible request waits for its backend before it is answered 202. 10000 is the gateway's default; 1 sends every async-eligible request async at once, to try the async API with a fast backend."
+  type        = number
+  default     = 10000
 }

@@ -4,9 +4,8 @@ variable "subscription_id" {
 }
 
 variable "name" {
-  description = "Base name of the resources (3-22 lowercase letters, digits and hyphens)."
+  description = "Base name of the resources (3-32 lowercase letters, digits and hyphens, the module's rule). Globally unique: the function app is <name>.azurewebsites.net, so there is no default."
   type        = string
-  default     = "fngateway"
 }
 
 variable "location" {
@@ -18,4 +17,10 @@ variable "location" {
 variable "hosts" {
   description = "The backends' base URLs, tried in this order."
   type        = list(string)
+}
+
+variable "async_trigger_timeout" {
+  description = "AsyncTriggerTimeout, in ms: how long an async-eligible request waits for its backend before it is answered 202. 10000 is the gateway's default; 1 sends every async-eligible request async at once, to try the async API with a fast backend."
+  type        = number
+  default     = 10000
 }

@@ -1,0 +1,200 @@
+package terraform
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+)
+
+// sdkPermissions maps each AWS SDK call infra/aws makes (file, then
+// receiver.Method) to the statements (by sid) of the Lambda role that must
+// grant it, each with the IAM action it needs; an empty list says why none is
+// needed on Lambda.
+var sdkPermissions = map[string][]grant{
+	// S3 (Amazon S3 API Reference, each operation's Permissions section):
+	// the multipart operations but AbortMultipartUpload are s3:PutObject.
+	"store.go s.client.GetObject":               {{"ResultObjects", "s3:GetObject"}},
+	"store.go s.client.PutObject":               {{"ResultObjects", "s3:PutObject"}},
+	"store.go s.client.CreateMultipartUpload":   {{"ResultObjects", "s3:PutObject"}},
+	"store.go s.client.UploadPart":              {{"ResultObjects", "s3:PutObject"}},
+	"store.go s.client.CompleteMultipartUpload": {{"ResultObjects", "s3:PutObject"}},
+	"store.go s.client.AbortMultipartUpload":    {{"ResultObjects", "s3:AbortMultipartUpload"}},
+	"store.go s.client.HeadBucket":              {{"ResultBucket", "s3:ListBucket"}},
+	"store.go s.client.CreateBucket":            nil, // only for a missing bucket: the module creates it
+	// A presigned GET is made with the function's credentials.
+	"sign.go s.presign.PresignGetObject": {{"ResultObjects", "s3:GetObject"}},
+	// SQS: the continuation queue, and the notification queues.
+	"queue.go q.client.SendMessage":             {{"Continuations", "sqs:SendMessage"}},
+	"queue.go q.client.ReceiveMessage":          {{"Continuations", "sqs:ReceiveMessage"}},
+	"queue.go q.client.DeleteMessage":           {{"Continuations", "sqs:DeleteMessage"}},
+	"queue.go q.client.ChangeMessageVisibility": {{"Continuations", "sqs:ChangeMessageVisibility"}},
+	// createQueue: a missing continuation queue (the module creates it), or
+	// a notification queue on first use.
+	"queue.go client.CreateQueue":      {{"Notifications", "sqs:CreateQueue"}},
+	"queue.go client.GetQueueUrl":      {{"Notifications", "sqs:GetQueueUrl"}},
+	"notifier.go n.client.GetQueueUrl": {{"Notifications", "sqs:GetQueueUrl"}},
+	"notifier.go n.client.SendMessage": {{"Notifications", "sqs:SendMessage"}},
+}
+
+// platformPermissions are what Lambda itself does with the role: the SQS
+// event source mapping polls with it ("Lambda needs the following
+// permissions to manage messages in your Amazon SQS queue": ReceiveMessage,
+// DeleteMessage, GetQueueAttributes; Lambda Developer Guide, "Execution role
+// permissions" for SQS), and the function logs with it.
+var platformPermissions = []grant{
+	{"Continuations", "sqs:ReceiveMessage"},
+	{"Continuations", "sqs:DeleteMessage"},
+	{"Continuations", "sqs:GetQueueAttributes"},
+	{"Logs", "logs:CreateLogStream"},
+	{"Logs", "logs:PutLogEvents"},
+}
+
+type grant struct{ sid, action string }
+
+var sdkCall = regexp.MustCompile(`\b((?:[a-z]\.)?(?:client|presign))\.([A-Z][A-Za-z]+)\(`)
+
+// TestLambdaRolePermissions checks that the AWS module's role grants every
+// action the gateway's AWS calls need (read from infra/aws's source, so a new
+// call must be mapped here) and those Lambda needs for the queue and the logs,
+// each in the statement on the right resource.
+func TestLambdaRolePermissions(t *testing.T) {
+	calls, err := awsCalls("../infra/aws")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) < 10 {
+		t.Fatalf("found %d AWS SDK calls in infra/aws: the pattern no longer matches the code", len(calls))
+	}
+	m, err := loadModule("aws")
+	if err != nil {
+		t.Fatal(err)
+	}
+	granted, err := policyActions(m, awsSpec.sample, "aws_iam_policy_document.gateway")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range checkGrants(calls, granted) {
+		t.Error(p)
+	}
+}
+
+// checkGrants reports the calls not mapped in sdkPermissions and the grants
+// they (and the platform) need that the policy lacks.
+func checkGrants(calls []string, granted map[string][]string) []string {
+	var problems []string
+	need := append([]grant(nil), platformPermissions...)
+	for _, c := range calls {
+		gs, ok := sdkPermissions[c]
+		if !ok {
+			problems = append(problems, fmt.Sprintf("infra/aws/%s: an AWS call this test does not know: add it to sdkPermissions with the IAM action it needs", c))
+			continue
+		}
+		need = append(need, gs...)
+	}
+	for _, g := range need {
+		if !contains(granted[g.sid], g.action) {
+			problems = append(problems, fmt.Sprintf("the role's statement %s does not grant %s (it grants %q)", g.sid, g.action, granted[g.sid]))
+		}
+	}
+	return problems
+}
+
+// awsCalls lists "file receiver.Method" for every SDK call in the
+// non-test Go files of dir.
+func awsCalls(dir string) ([]string, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range sdkCall.FindAllStringSubmatch(string(src), -1) {
+			seen[filepath.Base(f)+" "+m[1]+"."+m[2]] = true
+		}
+	}
+	out := sortedKeys(seen)
+	sort.Strings(out)
+	return out, nil
+}
+
+// policyActions evaluates an aws_iam_policy_document's statements (dynamic
+// ones included): sid → actions.
+func policyActions(m *module, given vars, key string) (map[string][]string, error) {
+	b, ok := m.data[key]
+	if !ok {
+		return nil, fmt.Errorf("%s: no data %s", m.name, key)
+	}
+	e, err := m.eval(given)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]string{}
+	add := func(body *hclsyntax.Body) error {
+		sidA, ok1 := body.Attributes["sid"]
+		actA, ok2 := body.Attributes["actions"]
+		if !ok1 || !ok2 {
+			return fmt.Errorf("%s: a statement without sid or actions", key)
+		}
+		sid, err := e.value(sidA.Expr)
+		if err != nil {
+			return err
+		}
+		acts, err := e.value(actA.Expr)
+		if err != nil {
+			return err
+		}
+		s, _ := text(sid)
+		for it := acts.ElementIterator(); it.Next(); {
+			_, v := it.Element()
+			a, _ := text(v)
+			out[s] = append(out[s], a)
+		}
+		return nil
+	}
+	for _, sb := range b.Body.Blocks {
+		switch {
+		case sb.Type == "statement":
+			if err := add(sb.Body); err != nil {
+				return nil, err
+			}
+		case sb.Type == "dynamic" && len(sb.Labels) == 1 && sb.Labels[0] == "statement":
+			for _, cb := range sb.Body.Blocks {
+				if cb.Type == "content" {
+					if err := add(cb.Body); err != nil {
+						return nil, err
+					}
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// TestLambdaRolePermissionsFail checks the checker: a call it does not know
+// and a grant the policy lacks are both reported.
+func TestLambdaRolePermissionsFail(t *testing.T) {
+	granted := map[string][]string{"ResultObjects": {"s3:GetObject", "s3:PutObject"}}
+	problems := strings.Join(checkGrants([]string{"store.go s.client.AbortMultipartUpload", "store.go s.client.DeleteBucket"}, granted), "\n")
+	for _, want := range []string{
+		"infra/aws/store.go s.client.DeleteBucket: an AWS call this test does not know",
+		"statement ResultObjects does not grant s3:AbortMultipartUpload",
+		"statement Continuations does not grant sqs:GetQueueAttributes",
+	} {
+		if !strings.Contains(problems, want) {
+			t.Errorf("want a problem containing %q, got:\n%s", want, problems)
+		}
+	}
+}

@@ -1,0 +1,168 @@
+package terraform
+
+import (
+	"archive/zip"
+	"bytes"
+	"debug/elf"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/zclconf/go-cty/cty"
+)
+
+// lambdaMachines maps the Lambda architectures (aws_lambda_function's
+// architectures) to the ELF machine a bootstrap built for them has.
+var lambdaMachines = map[string]elf.Machine{
+	"arm64":  elf.EM_AARCH64,
+	"x86_64": elf.EM_X86_64,
+}
+
+// TestLambdaArchitecture builds the zip as make package-aws builds it (the
+// same rule, into a temporary folder) and holds the ELF header of its
+// bootstrap against the architecture the AWS example deploys: a bootstrap
+// for another processor fails every invocation with an exec format error.
+func TestLambdaArchitecture(t *testing.T) {
+	want, err := exampleArchitecture("examples/aws")
+	if err != nil {
+		t.Fatal(err)
+	}
+	machine, ok := lambdaMachines[want]
+	if !ok {
+		t.Fatalf("examples/aws deploys architecture %q, which is not a Lambda architecture (arm64, x86_64)", want)
+	}
+
+	dist := t.TempDir()
+	cmd := exec.Command("make", "-s", "package-aws", "AWS_DIST="+dist)
+	cmd.Dir = ".."
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make package-aws: %v\n%s", err, out)
+	}
+	got, err := zippedMachine(filepath.Join(dist, "aws-lambda.zip"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != machine {
+		t.Errorf("make package-aws builds bootstrap for %v, but examples/aws deploys architecture %q (%v): every invocation would fail with an exec format error", got, want, machine)
+	}
+}
+
+// exampleArchitecture returns the architecture an example passes to the AWS
+// module, or the module's default when it passes none.
+func exampleArchitecture(dir string) (string, error) {
+	ex, err := loadModule(dir)
+	if err != nil {
+		return "", err
+	}
+	e, err := ex.eval(sampleHosts)
+	if err != nil {
+		return "", err
+	}
+	source, args, err := e.callArgs("gateway")
+	if err != nil {
+		return "", err
+	}
+	arch, ok := args["architecture"]
+	if !ok {
+		m, err := loadModule(filepath.Join(dir, source))
+		if err != nil {
+			return "", err
+		}
+		v, ok := m.vars["architecture"]
+		if !ok || v.def == cty.NilVal {
+			return "", fmt.Errorf("%s: the module has no architecture variable with a default", source)
+		}
+		arch = v.def
+	}
+	s, ok := text(arch)
+	if !ok {
+		return "", fmt.Errorf("%s: architecture is not a known string: %#v", dir, arch)
+	}
+	return s, nil
+}
+
+// zippedMachine returns the ELF machine of the executable bootstrap at the
+// root of a Lambda zip.
+func zippedMachine(path string) (elf.Machine, error) {
+	zr, err := zip.OpenReader(path)
+	if err != nil {
+		return 0, err
+	}
+	defer zr.Close()
+	for _, f := range zr.File {
+		if f.Name != "bootstrap" {
+			continue
+		}
+		if f.Mode()&0o111 == 0 {
+			return 0, fmt.Errorf("%s: bootstrap is not executable (mode %v): Lambda could not start it", path, f.Mode())
+		}
+		rc, err := f.Open()
+		if err != nil {
+			return 0, err
+		}
+		b, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			return 0, err
+		}
+		ef, err := elf.NewFile(bytes.NewReader(b))
+		if err != nil {
+			return 0, fmt.Errorf("%s: bootstrap: %w", path, err)
+		}
+		return ef.Machine, nil
+	}
+	return 0, fmt.Errorf("%s: no bootstrap at the root", path)
+}
+
+// TestZippedMachine checks the reader on zips of known content: it reads the
+// machine of this test's own binary, and refuses a zip without bootstrap or
+// with a bootstrap that is not an ELF executable.
+func TestZippedMachine(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ef, err := elf.NewFile(bytes.NewReader(exe))
+	if err != nil {
+		t.Skipf("this test binary is not ELF (%v): nothing to compare with", err)
+	}
+	write := func(name string, mode os.FileMode, content []byte) string {
+		p := filepath.Join(t.TempDir(), "x.zip")
+		var buf bytes.Buffer
+		zw := zip.NewWriter(&buf)
+		h := &zip.FileHeader{Name: name, Method: zip.Store}
+		h.SetMode(mode)
+		w, err := zw.CreateHeader(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(content)
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	got, err := zippedMachine(write("bootstrap", 0o755, exe))
+	if err != nil || got != ef.Machine {
+		t.Errorf("own binary: got %v, %v; want %v", got, err, ef.Machine)
+	}
+	if _, err := zippedMachine(write("handler", 0o755, exe)); err == nil {
+		t.Error("a zip without bootstrap: want an error")
+	}
+	if _, err := zippedMachine(write("bootstrap", 0o644, exe)); err == nil {
+		t.Error("a bootstrap without the executable bit: want an error")
+	}
+	if _, err := zippedMachine(write("bootstrap", 0o755, []byte("#!/bin/sh\n"))); err == nil {
+		t.Error("a bootstrap that is not ELF: want an error")
+	}
+}
