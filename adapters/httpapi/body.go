@@ -29,13 +29,13 @@ type bodyReader struct {
 	taken int64 // bytes of the MaxBufferedBytes budget held
 
 	mu       sync.Mutex
-	set      bool // a read deadline is set on the connection
-	noDL     bool // the connection has no read deadline
-	finished bool // the handler returned: never touch the connection again
-	timeout  bool // a read ran past a deadline
-	ttlHit   bool // ... and that deadline was the TTL
-	streamed bool // the body streams to the backend
-	eof      bool // the body was read to its end
+	set      bool  // a read deadline is set on the connection
+	noDL     bool  // the connection has no read deadline
+	finished bool  // the handler returned: never touch the connection again
+	timeout  bool  // a read ran past a deadline
+	ttlHit   bool  // ... and that deadline was the TTL
+	streamed bool  // the body streams to the backend
+	eof      bool  // the body was read to its end
 	bad      error // the body's framing is malformed (bad chunked encoding)
 }
 
