@@ -167,7 +167,7 @@ func TestRouter(t *testing.T) {
 	}{
 		{"/other", "/", "http://a:1,http://b:2", 300 * time.Second, 1200 * time.Second, 0, 0, 4},
 		{"/api/x", "/api", "http://api:1", 2 * time.Second, 1200 * time.Second, 0, 0, 3},
-		{"/api/slow/y", "/api/slow", "http://a:1,http://b:2", 300 * time.Second, 500 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond, 4},		// Prefixes match by path segment: /api takes /api and /api/…, never /apis.
+		{"/api/slow/y", "/api/slow", "http://a:1,http://b:2", 300 * time.Second, 500 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond, 4}, // Prefixes match by path segment: /api takes /api and /api/…, never /apis.
 		{"/api", "/api", "http://api:1", 2 * time.Second, 1200 * time.Second, 0, 0, 3},
 		{"/apis", "/", "http://a:1,http://b:2", 300 * time.Second, 1200 * time.Second, 0, 0, 4},
 		{"/api/slowest", "/api", "http://api:1", 2 * time.Second, 1200 * time.Second, 0, 0, 3},
