@@ -253,3 +253,111 @@ func TestEdgeBadSettings(t *testing.T) {
 		})
 	}
 }
+
+// withTimeEpoch sets an HTTP event's requestContext.timeEpoch.
+func withTimeEpoch(tb testing.TB, event []byte, at time.Time) []byte {
+	tb.Helper()
+	var e map[string]any
+	if err := json.Unmarshal(event, &e); err != nil {
+		tb.Fatal(err)
+	}
+	e["requestContext"].(map[string]any)["timeEpoch"] = at.UnixMilli()
+	b, err := json.Marshal(e)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// TestLambdaEdge: under the Lambda emulator the TTL starts at the event's
+// requestContext.timeEpoch, the client is the event's sourceIp whatever
+// X-Forwarded-For the client wrote, and a rawPath holding '?' or '#'
+// reaches the backend escaped.
+func TestLambdaEdge(t *testing.T) {
+	be := edgeBackend(t)
+	f := startFunction(t, binary, map[string]string{"Hosts": be.URL, "AWS_LAMBDA_FUNCTION_TIMEOUT": "10"})
+	for _, name := range []string{"lambda-urls-request.json", "apigw-v2-request-no-authorizer.json"} {
+		t.Run(name, func(t *testing.T) {
+			// The platform accepted the request 800 ms before the function
+			// got it (a cold start): with a 1 s TTL, 200 ms are left.
+			ev := withTimeEpoch(t, httpEvent(t, name, httpRequest{method: "GET", rawPath: "/slow", headers: map[string]string{"s7pttl": "1"}}),
+				time.Now().Add(-800*time.Millisecond))
+			a, body, took := f.invokeHTTP(t, ev)
+			if a.StatusCode != 504 || !strings.Contains(string(body), `"TTLExpired"`) {
+				t.Errorf("%d %s; want 504 TTLExpired: the TTL started at timeEpoch", a.StatusCode, body)
+			}
+			if took > 700*time.Millisecond {
+				t.Errorf("answered after %v; want about 200 ms", took)
+			}
+			ev = httpEvent(t, name, httpRequest{method: "GET", rawPath: "/x?y#z/hdr", rawQuery: "q=1",
+				headers: map[string]string{"x-forwarded-for": "6.6.6.6, 198.51.100.7", "x-request-start": "t=1"}})
+			a, body, _ = f.invokeHTTP(t, ev)
+			h := decodeHeaders(t, body)
+			if a.StatusCode != 200 || h.Get("Request-Uri") != "/x%3Fy%23z/hdr?q=1" {
+				t.Errorf("%d: backend got %q; want /x%%3Fy%%23z/hdr?q=1", a.StatusCode, h.Get("Request-Uri"))
+			}
+			if h.Get("X-Forwarded-For") != "198.51.100.7" || h.Get("X-Request-Start") != "" || h.Get("X-Forwarded-Proto") != "https" {
+				t.Errorf("backend got X-Forwarded-For %q, X-Request-Start %q, X-Forwarded-Proto %q; want the sourceIp alone, none, https",
+					h.Get("X-Forwarded-For"), h.Get("X-Request-Start"), h.Get("X-Forwarded-Proto"))
+			}
+			if a.Headers["Via"] != "1.1 fngateway" {
+				t.Errorf("answer Via %q; want 1.1 fngateway", a.Headers["Via"])
+			}
+		})
+	}
+}
+
+// TestAzureFunctionsEdge: the handler gets what the Functions host
+// forwards with enableForwardingHttpRequest: the client's request with
+// the headers App Service's front end added (X-Forwarded-For with the
+// client's address and port appended, X-Forwarded-Proto, the ARR
+// headers) and the host's invocation headers, from loopback. The front
+// end's one hop is believed; what the client wrote is not.
+func TestAzureFunctionsEdge(t *testing.T) {
+	be := edgeBackend(t)
+	g := StartAzureHandler(t, map[string]string{"Hosts": be.URL, "AzureFunctionsJobHost__functionTimeout": "00:05:00"})
+	frontEnd := map[string]string{
+		"X-Forwarded-For":         "6.6.6.6, 203.0.113.9:51234",
+		"X-Forwarded-Proto":       "https",
+		"X-Forwarded-TlsVersion":  "1.3",
+		"X-Arr-Ssl":               "2048|256|CN=Microsoft Azure RSA TLS Issuing CA 03|CN=*.azurewebsites.net",
+		"X-Arr-Log-Id":            "3c1b6d6e-2b3a-4d8e-9a55-6f2f2b0e8c11",
+		"Client-Ip":               "203.0.113.9:51234",
+		"Disguised-Host":          "gw-func.azurewebsites.net",
+		"Was-Default-Hostname":    "gw-func.azurewebsites.net",
+		"X-Original-Url":          "/hdr",
+		"X-Waws-Unencoded-Url":    "/hdr",
+		"X-Site-Deployment-Id":    "gw-func",
+		"X-Appservice-Proto":      "https",
+		"Max-Forwards":            "10",
+		"X-Forwarded-Host":        "evil.example",
+		"X-Request-Start":         "t=1",
+		"Forwarded":               "for=6.6.6.6",
+		"X-Client-Written-Header": "kept",
+	}
+	resp, body, _ := Forward(t, g, "GET", "/hdr", frontEnd, "")
+	h := decodeHeaders(t, body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	for k, want := range map[string]string{
+		"X-Forwarded-For":         "203.0.113.9",
+		"X-Forwarded-Proto":       "https",
+		"X-Forwarded-Host":        strings.TrimPrefix(g.URL, "http://"),
+		"X-Request-Start":         "",
+		"Forwarded":               "",
+		"X-Forwarded-Tlsversion":  "",
+		"Via":                     "1.1 fngateway",
+		"X-Client-Written-Header": "kept",
+	} {
+		if got := h.Get(k); got != want {
+			t.Errorf("backend got %s = %q; want %q", k, got, want)
+		}
+	}
+	// A client's X-Request-Start does not shorten its TTL.
+	frontEnd["S7PTTL"] = "1"
+	frontEnd["X-Request-Start"] = "t=" + strconv.FormatInt(time.Now().Add(-700*time.Millisecond).UnixMicro(), 10)
+	if resp, body, _ := Forward(t, g, "GET", "/slow", frontEnd, ""); resp.StatusCode != 200 {
+		t.Errorf("%d %s; want 200: the client's X-Request-Start is not the platform's", resp.StatusCode, body)
+	}
+}
