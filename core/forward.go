@@ -190,7 +190,7 @@ type attemptResult struct {
 	retryAfter time.Duration
 	out        outgoing   // storage for the attempt's request, allocated with it
 	first      [1]Attempt // storage for the timeline when this is its first entry
-	conn       connTrace  // the backend connection the attempt got, when recorded
+	conn       *connTrace // the backend connection the attempt got, when recorded
 }
 
 func (a *attemptResult) close() {

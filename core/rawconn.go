@@ -61,10 +61,12 @@ type connTrace struct {
 // traceConn returns ctx with a trace that records the attempt's
 // connection in ar.
 func (ar *attemptResult) traceConn(ctx context.Context) context.Context {
-	ar.conn.trace.GotConn = func(i httptrace.GotConnInfo) {
-		ar.conn.conn, _ = i.Conn.(*headConn)
+	ct := &connTrace{}
+	ct.trace.GotConn = func(i httptrace.GotConnInfo) {
+		ct.conn, _ = i.Conn.(*headConn)
 	}
-	return httptrace.WithClientTrace(ctx, &ar.conn.trace)
+	ar.conn = ct
+	return httptrace.WithClientTrace(ctx, &ct.trace)
 }
 
 // stripRawConnection deletes from resp the headers its Connection header
@@ -73,10 +75,10 @@ func (ar *attemptResult) traceConn(ctx context.Context) context.Context {
 // names it listed ("Connection: X-Secret, close"); the connection recorded
 // them as they arrived.
 func (ar *attemptResult) stripRawConnection(resp *http.Response) {
-	c := ar.conn.conn
-	if c == nil || resp.ProtoMajor != 1 {
+	if ar.conn == nil || ar.conn.conn == nil || resp.ProtoMajor != 1 {
 		return
 	}
+	c := ar.conn.conn
 	if named := c.connectionValues(); len(named) > 0 {
 		removeConnectionNamed(resp.Header, named)
 	}

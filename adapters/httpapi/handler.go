@@ -444,10 +444,6 @@ func (h *Handler) log(ctx context.Context, r *http.Request, arrival time.Time, l
 		level, msg = slog.LevelWarn, "request stream cut"
 	}
 	attrs := [...]slog.Attr{
-		slog.String("err", lg.err),
-		slog.String("acceptedAt", ""),
-		slog.String("arrivedAt", ""),
-		slog.Int64("queueMs", 0),
 		slog.String("method", r.Method),
 		slog.String("path", r.URL.Path),
 		slog.String("route", lg.route),
@@ -457,23 +453,21 @@ func (h *Handler) log(ctx context.Context, r *http.Request, arrival time.Time, l
 		slog.String("deadline", lg.fired),
 		slog.String("async", lg.async),
 		slog.Int64("durationMs", now.Sub(arrival).Milliseconds()),
-	}
-	// The optional attributes come first, so a line carries only those
-	// that say something: err when a stream was cut, and the two arrival
-	// times when the platform or a trusted proxy said when it accepted
-	// the request.
-	first := 4
-	if !lg.accepted.IsZero() {
-		first = 1
-		attrs[1] = slog.String("acceptedAt", lg.accepted.UTC().Format(time.RFC3339Nano))
-		attrs[2] = slog.String("arrivedAt", arrival.UTC().Format(time.RFC3339Nano))
-		attrs[3] = slog.Int64("queueMs", arrival.Sub(core.ClockStart(lg.accepted, arrival)).Milliseconds())
-	}
-	if lg.err != "" {
-		attrs[first-1] = attrs[0]
-		first--
+		slog.String("err", lg.err),
 	}
 	n := len(attrs)
+	if lg.err == "" {
+		n-- // err only when a stream was cut
+	}
+	line := attrs[:n]
+	if !lg.accepted.IsZero() {
+		// Both times, when the platform or a trusted proxy said when it
+		// accepted the request.
+		line = append(append(make([]slog.Attr, 0, n+3), line...),
+			slog.String("acceptedAt", lg.accepted.UTC().Format(time.RFC3339Nano)),
+			slog.String("arrivedAt", arrival.UTC().Format(time.RFC3339Nano)),
+			slog.Int64("queueMs", arrival.Sub(core.ClockStart(lg.accepted, arrival)).Milliseconds()))
+	}
 	// Straight to the handler, as Logger.LogAttrs would go, without the
 	// caller's program counter it looks up for AddSource.
 	hd := h.Logger.Handler()
@@ -481,10 +475,10 @@ func (h *Handler) log(ctx context.Context, r *http.Request, arrival time.Time, l
 		return
 	}
 	if jh, ok := hd.(*jsonLogHandler); ok {
-		jh.handleAttrs(ctx, now, level, msg, attrs[first:n])
+		jh.handleAttrs(ctx, now, level, msg, line)
 		return
 	}
 	rec := slog.NewRecord(now, level, msg, 0)
-	rec.AddAttrs(attrs[first:n]...)
+	rec.AddAttrs(line...)
 	hd.Handle(ctx, rec)
 }
