@@ -135,6 +135,9 @@ func httpEvent(tb testing.TB, name string, r httpRequest) []byte {
 	rc := e["requestContext"].(map[string]any)
 	h := rc["http"].(map[string]any)
 	h["method"], h["path"], h["sourceIp"] = r.method, r.rawPath, "198.51.100.7"
+	// The platform stamps the event when it accepts the request: now, not
+	// when the sample was recorded (the TTL starts there).
+	rc["timeEpoch"] = time.Now().UnixMilli()
 	b, err := json.Marshal(e)
 	if err != nil {
 		tb.Fatal(err)
