@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -391,5 +393,34 @@ func TestViaAndConnectionNamed(t *testing.T) {
 	}
 	if resp.Header.Get("X-Secret") != "" || resp.Header.Get("X-Kept") != "k" || string(body) != "ok" {
 		t.Errorf("client got X-Secret %q, X-Kept %q, body %q; want no X-Secret", resp.Header.Get("X-Secret"), resp.Header.Get("X-Kept"), body)
+	}
+}
+
+// TestHugeContentLengthAllocatesNothing: with body limits as large as
+// they go, a Content-Length of 60 GiB followed by three bytes allocates
+// no buffer of that size (it used to kill the process): the buffer grows
+// as bytes arrive, and the client that left is a 499.
+func TestHugeContentLengthAllocatesNothing(t *testing.T) {
+	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.Copy(io.Discard, r.Body) }))
+	defer be.Close()
+	g := startGW(t, be.URL, func(h *Handler) {
+		h.Settings.MaxRetryBodyBytes = math.MaxInt64
+		h.Settings.MaxBufferedBytes = math.MaxInt64
+	})
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	conn, err := net.Dial("tcp", g.addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(conn, "PUT /big HTTP/1.1\r\nHost: gw\r\nContent-Length: 64424509440\r\n\r\nabc")
+	conn.Close()
+	waitLog(t, g.log, `"status":499`)
+	runtime.ReadMemStats(&after)
+	if grew := int64(after.TotalAlloc - before.TotalAlloc); grew > 64<<20 {
+		t.Errorf("the request allocated %d MiB; want a buffer sized by the bytes that came, not the Content-Length", grew>>20)
+	}
+	if n := g.h.bodies.InUse(); n != 0 {
+		t.Errorf("%d bytes of the buffer budget still taken", n)
 	}
 }
