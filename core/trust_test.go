@@ -1,8 +1,10 @@
 package core
 
 import (
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -260,6 +262,45 @@ func TestConnectionNamedStripped(t *testing.T) {
 		RemoveHopHeaders(h)
 		if h.Get("X-Secret") != "" || h.Get("X-Other") != "" || h.Get("X-Kept") != "k" {
 			t.Errorf("headers after hop removal: %v; want X-Secret and X-Other gone, X-Kept kept", h)
+		}
+	}
+}
+
+// TestRecordingTLS: over TLS the transport still speaks HTTP/2 where the
+// backend offers it, and on HTTP/1.1 a header named in "Connection: …,
+// close" is stripped as over plain TCP.
+func TestRecordingTLS(t *testing.T) {
+	for _, h2 := range []bool{true, false} {
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("X-Proto", r.Proto)
+			if r.ProtoMajor == 1 {
+				w.Header().Set("Connection", "X-Secret, close")
+				w.Header().Set("X-Secret", "s3cr3t")
+			}
+			io.WriteString(w, "ok")
+		}))
+		srv.EnableHTTP2 = h2
+		srv.StartTLS()
+		defer srv.Close()
+		tr := NewTransport()
+		tr.TLSClientConfig = srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
+		var hosts HostList
+		if err := hosts.Decode(srv.URL); err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now()
+		res, err := (&Forwarder{Transport: tr}).Forward(t.Context(), &Request{Method: "GET", Path: "/", Header: http.Header{},
+			Route: &Route{Hosts: hosts, MaxAttempts: 1}, Budget: Budget{Arrival: now, TTL: now.Add(5 * time.Second), Timeout: 5 * time.Second}})
+		if err != nil {
+			t.Fatalf("h2 %v: %v", h2, err)
+		}
+		res.Response.Body.Close()
+		want := "HTTP/1.1"
+		if h2 {
+			want = "HTTP/2.0"
+		}
+		if got := res.Response.Header.Get("X-Proto"); got != want || res.Response.Header.Get("X-Secret") != "" {
+			t.Errorf("h2 %v: backend saw %q, X-Secret %q; want %s and no X-Secret", h2, got, res.Response.Header.Get("X-Secret"), want)
 		}
 	}
 }
