@@ -281,7 +281,8 @@ func (h HostList) String() string {
 }
 
 // Route overrides the default route for requests whose path falls under
-// Prefix, segment by segment ("/a" takes "/a" and "/a/…", not "/ab"). Zero fields inherit the gateway-level setting.
+// Prefix, segment by segment ("/a" takes "/a" and "/a/…", not "/ab").
+// Zero fields inherit the gateway-level setting.
 type Route struct {
 	Prefix           string
 	Hosts            HostList
