@@ -229,7 +229,7 @@ func TestEdgeBadSettings(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cmd := exec.Command(binary)
-			cmd.Env = append(baseEnv(), "Hosts=http://a:1")
+			cmd.Env = append(baseEnv(), "Hosts=http://a:1", "ListenAddr=127.0.0.1:0")
 			cmd.Env = append(cmd.Env, tt.env...)
 			done := make(chan struct{})
 			var out []byte
