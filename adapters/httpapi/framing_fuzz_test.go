@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bufio"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -13,9 +14,11 @@ import (
 // FuzzRequestFraming sends hostile request framing — chunked bodies,
 // Content-Length and Transfer-Encoding in every combination — to the real
 // handler on a real listener (as the local and Azure hosts serve it). The
-// answer, when one comes, is either the backend's (forwarded) or a
-// well-formed 4xx (or net/http's 501 for a transfer coding it does not
-// know): never a 2xx the gateway made up, never a 5xx.
+// answer, when one comes, is the backend's (the request was forwarded), a
+// well-formed gateway error (JSON, its code in x-Gateway-Error: 400
+// InvalidBody for bad framing; a header the fuzzer wrote may also earn
+// InvalidTTL, TTLExpired and the like), or net/http's own 4xx (or 501 for
+// a transfer coding it does not know). Never a 2xx the gateway made up.
 func FuzzRequestFraming(f *testing.F) {
 	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := io.Copy(io.Discard, r.Body); err != nil {
@@ -59,15 +62,22 @@ func FuzzRequestFraming(f *testing.F) {
 		if err != nil {
 			return // no answer: a request still incomplete, or a connection closed
 		}
+		body, bodyErr := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		forwarded := resp.Header.Get("X-Backend") == "yes"
+		code := resp.Header.Get("X-Gateway-Error")
 		switch {
-		case forwarded:
+		case resp.Header.Get("X-Backend") == "yes":
 		case resp.StatusCode/100 == 2:
 			t.Fatalf("the gateway made a %d for %q", resp.StatusCode, rest)
+		case code != "":
+			var doc struct{ Error struct{ Code string } }
+			if bodyErr != nil || json.Unmarshal(body, &doc) != nil || doc.Error.Code != code || resp.Header.Get("Content-Type") != "application/json" {
+				t.Fatalf("gateway error %d %q (x-Gateway-Error %q) to %q: not well-formed", resp.StatusCode, body, code, rest)
+			}
 		case resp.StatusCode/100 == 4, resp.StatusCode == http.StatusNotImplemented:
+			// net/http's own answer to a request it could not read
 		default:
-			t.Fatalf("answer %d to %q; want the backend's or a 4xx", resp.StatusCode, rest)
+			t.Fatalf("answer %d %q to %q; want the backend's, a gateway error or a 4xx", resp.StatusCode, body, rest)
 		}
 	})
 }
