@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -279,15 +280,22 @@ func TestLambdaEdge(t *testing.T) {
 	for _, name := range []string{"lambda-urls-request.json", "apigw-v2-request-no-authorizer.json"} {
 		t.Run(name, func(t *testing.T) {
 			// The platform accepted the request 800 ms before the function
-			// got it (a cold start): with a 1 s TTL, 200 ms are left.
+			// got it (a cold start): with a 1 s TTL, at most 200 ms are
+			// left, less than the backend's 600 ms. (Counted from the
+			// function's own arrival the request would succeed.) On a
+			// loaded machine the emulator's hand-over may eat the rest:
+			// then the TTL is over before any attempt, 412.
 			ev := withTimeEpoch(t, httpEvent(t, name, httpRequest{method: "GET", rawPath: "/slow", headers: map[string]string{"s7pttl": "1"}}),
 				time.Now().Add(-800*time.Millisecond))
-			a, body, took := f.invokeHTTP(t, ev)
-			if a.StatusCode != 504 || !strings.Contains(string(body), `"TTLExpired"`) {
-				t.Errorf("%d %s; want 504 TTLExpired: the TTL started at timeEpoch", a.StatusCode, body)
+			a, body, _ := f.invokeHTTP(t, ev)
+			if a.StatusCode != 504 && a.StatusCode != 412 || !strings.Contains(string(body), `"TTLExpired"`) {
+				t.Errorf("%d %s; want TTLExpired (504, or 412 when nothing was left): the TTL started at timeEpoch", a.StatusCode, body)
 			}
-			if took > 700*time.Millisecond {
-				t.Errorf("answered after %v; want about 200 ms", took)
+			m := regexp.MustCompile(`"acceptedAt":"[^"]+".*"queueMs":(\d+)`).FindStringSubmatch(f.rie.Log())
+			if len(m) < 2 {
+				t.Errorf("no log line with acceptedAt and queueMs:\n%s", f.rie.Log())
+			} else if q, _ := strconv.Atoi(m[1]); q < 800 {
+				t.Errorf("log line with acceptedAt and queueMs %v; want queueMs of 800 or more:\n%s", m, f.rie.Log())
 			}
 			ev = httpEvent(t, name, httpRequest{method: "GET", rawPath: "/x?y#z/hdr", rawQuery: "q=1",
 				headers: map[string]string{"x-forwarded-for": "6.6.6.6, 198.51.100.7", "x-request-start": "t=1"}})
