@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"strings"
 )
 
@@ -36,7 +37,7 @@ func (t *TrustedProxies) Decode(s string) error {
 		if err != nil {
 			a, aerr := netip.ParseAddr(part)
 			if aerr != nil || a.Zone() != "" {
-				return errors.New("want comma-separated CIDRs, such as 10.0.0.0/8,2001:db8::/32; " + strconvQuote(part) + " is not one")
+				return errors.New("want comma-separated CIDRs, such as 10.0.0.0/8,2001:db8::/32; " + strconv.Quote(trimText(part)) + " is not one")
 			}
 			p = netip.PrefixFrom(a, a.BitLen())
 		}
@@ -175,11 +176,4 @@ func (t TrustedProxies) believedChain(values []string) string {
 		keep[i], keep[j] = keep[j], keep[i]
 	}
 	return strings.Join(keep, ", ")
-}
-
-func strconvQuote(s string) string {
-	if len(s) > 64 {
-		s = s[:64] + "…"
-	}
-	return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"`
 }
