@@ -53,6 +53,9 @@ const (
 	// ReasonCorruptRecord: an async request whose record cannot be
 	// decoded; it never completes: 500.
 	ReasonCorruptRecord
+	// ReasonInvalidBody: the request body is malformed (bad chunked
+	// framing): 400.
+	ReasonInvalidBody
 )
 
 // Code returns the contract's error code for r.
@@ -86,6 +89,8 @@ func (r Reason) Code() string {
 		return "Expired"
 	case ReasonCorruptRecord:
 		return "CorruptRecord"
+	case ReasonInvalidBody:
+		return "InvalidBody"
 	}
 	return "Internal"
 }
@@ -95,7 +100,7 @@ func (r Reason) Code() string {
 // This is CONTRACT §5's table, kept in core because async results record it.
 func (r Reason) Status(attempted bool) int {
 	switch r {
-	case ReasonInvalidTTL, ReasonInvalidTimeout, ReasonInvalidPath:
+	case ReasonInvalidTTL, ReasonInvalidTimeout, ReasonInvalidPath, ReasonInvalidBody:
 		return http.StatusBadRequest
 	case ReasonRequestTimeout:
 		return http.StatusRequestTimeout

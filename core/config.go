@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"net/url"
-	"os"
 	"reflect"
 	"slices"
 	"strconv"
@@ -86,6 +85,9 @@ type Settings struct {
 	InvokeMode InvokeMode `default:"BUFFERED"`
 	// ListenAddr is the local host's listen address.
 	ListenAddr string `default:"127.0.0.1:8080"`
+	// TrustedProxies are the peers whose forwarding headers are believed;
+	// none when unset (the adapters state the platform's own front end).
+	TrustedProxies TrustedProxies
 }
 
 // DefaultSettings returns the documented defaults of CONTRACT §2, read
@@ -244,7 +246,7 @@ func (h *HostList) Decode(s string) error {
 	for _, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
 		if part == "" {
-			continue
+			return errors.New("want one or more comma-separated base URLs, no element empty, such as http://10.0.0.5:8000,https://api.example.com")
 		}
 		u, err := parseHost(part)
 		if err != nil {
@@ -278,8 +280,9 @@ func (h HostList) String() string {
 	return strings.Join(s, ",")
 }
 
-// Route overrides the default route for requests whose path starts with
-// Prefix. Zero fields inherit the gateway-level setting.
+// Route overrides the default route for requests whose path falls under
+// Prefix, segment by segment ("/a" takes "/a" and "/a/…", not "/ab").
+// Zero fields inherit the gateway-level setting.
 type Route struct {
 	Prefix           string
 	Hosts            HostList
@@ -339,6 +342,9 @@ func ParseRoutes(data []byte) (Routes, error) {
 		if !strings.HasPrefix(rj.Prefix, "/") {
 			return nil, fmt.Errorf("%s: want a prefix starting with /", where)
 		}
+		if err := checkPrefix(rj.Prefix); err != nil {
+			return nil, fmt.Errorf("%s: %v", where, err)
+		}
 		if seen[rj.Prefix] {
 			return nil, fmt.Errorf("%s: prefix appears twice; want unique prefixes", where)
 		}
@@ -384,8 +390,8 @@ func ParseRoutes(data []byte) (Routes, error) {
 			return nil, err
 		}
 		if rj.MaxAttempts != nil {
-			if *rj.MaxAttempts <= 0 || *rj.MaxAttempts > 1000 {
-				return nil, fmt.Errorf("%s: maxAttempts: want a whole number from 1 to 1000", where)
+			if *rj.MaxAttempts <= 0 || *rj.MaxAttempts > MaxAttemptsLimit {
+				return nil, fmt.Errorf("%s: maxAttempts: want a whole number from 1 to %d", where, MaxAttemptsLimit)
 			}
 			r.MaxAttempts = int(*rj.MaxAttempts)
 		}
@@ -415,7 +421,7 @@ type Profiles map[string]Profile
 func (p *Profiles) Decode(s string) error {
 	data := []byte(s)
 	if path, ok := strings.CutPrefix(s, "file:"); ok {
-		b, err := os.ReadFile(path)
+		b, err := readProfilesFile(path)
 		if err != nil {
 			return fmt.Errorf("want a readable JSON file of profiles: %v", err)
 		}
@@ -507,6 +513,9 @@ func (s *Settings) Validate(limit time.Duration, explicit func(name string) bool
 	if len(s.Hosts) == 0 {
 		return &SettingError{Name: "Hosts", Want: "want one or more comma-separated base URLs (required)"}
 	}
+	if err := s.validateLimits(); err != nil {
+		return err
+	}
 	if limit > 0 && s.FunctionLimitMarginMs.D() >= limit {
 		return &SettingError{Name: "FunctionLimitMarginMs", Value: ms(s.FunctionLimitMarginMs.D()),
 			Want: fmt.Sprintf("want less than the execution limit of %s", limit)}
@@ -550,7 +559,7 @@ func (s *Settings) RouteFor(path string) *Route {
 	var best *Route
 	for i := range s.Routes {
 		r := &s.Routes[i]
-		if strings.HasPrefix(path, r.Prefix) && (best == nil || len(r.Prefix) > len(best.Prefix)) {
+		if matchPrefix(path, r.Prefix) && (best == nil || len(r.Prefix) > len(best.Prefix)) {
 			best = r
 		}
 	}
@@ -604,7 +613,7 @@ func NewRouter(s *Settings) *Router {
 // Match returns the effective route for path. It never returns nil.
 func (rt *Router) Match(path string) *Route {
 	for _, r := range rt.routes {
-		if strings.HasPrefix(path, r.Prefix) {
+		if matchPrefix(path, r.Prefix) {
 			return r
 		}
 	}

@@ -32,6 +32,16 @@ func TestDecoders(t *testing.T) {
 		{"InvokeMode lower case", new(InvokeMode).Decode, "buffered", "BUFFERED or RESPONSE_STREAM"},
 		{"Hosts ok", new(HostList).Decode, "http://a:1, https://b/x", ""},
 		{"Hosts empty", new(HostList).Decode, " , ", "one or more"},
+		{"Hosts empty element", new(HostList).Decode, "http://a:1,,http://b", "no element empty"},
+		{"Hosts trailing comma", new(HostList).Decode, "http://a:1,", "no element empty"},
+		{"Routes prefix under /_gateway/", new(Routes).Decode, `[{"prefix":"/_gateway/x"}]`, "outside /_gateway/"},
+		{"Routes prefix /_gateway", new(Routes).Decode, `[{"prefix":"/_gateway"}]`, "outside /_gateway/"},
+		{"Routes prefix /_gatewayx is a path of its own", new(Routes).Decode, `[{"prefix":"/_gatewayx"}]`, ""},
+		{"Routes prefix with ..", new(Routes).Decode, `[{"prefix":"/a/../b"}]`, "without a .. segment"},
+		{"Routes prefix with encoded ..", new(Routes).Decode, `[{"prefix":"/a/%2e%2e/b"}]`, "without a .. segment"},
+		{"Routes maxAttempts 100", new(Routes).Decode, `[{"prefix":"/a","maxAttempts":100}]`, ""},
+		{"Routes maxAttempts 101", new(Routes).Decode, `[{"prefix":"/a","maxAttempts":101}]`, "from 1 to 100"},
+		{"Profiles /dev/zero", new(Profiles).Decode, `file:/dev/zero`, "not a regular file"},
 		{"Hosts no scheme", new(HostList).Decode, "backend:8080", "http(s)://"},
 		{"Hosts ftp", new(HostList).Decode, "ftp://a", "http(s)://"},
 		{"Hosts userinfo", new(HostList).Decode, "http://u:p@a", "http(s)://"},
@@ -114,6 +124,8 @@ func TestValidate(t *testing.T) {
 		{"bad store", func(s *Settings) { s.AsyncStore = "redis://x" }, 0, none, "AsyncStore"},
 		{"file store without dir", func(s *Settings) { s.AsyncStore = "file:" }, 0, none, "AsyncStore"},
 		{"no hosts", func(s *Settings) { s.Hosts = nil }, 0, none, "Hosts"},
+		{"MaxAttempts at the bound", func(s *Settings) { s.MaxAttempts = 100 }, 0, none, ""},
+		{"MaxAttempts beyond the bound", func(s *Settings) { s.MaxAttempts = 100000000000 }, 0, none, "MaxAttempts"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -155,11 +167,18 @@ func TestRouter(t *testing.T) {
 	}{
 		{"/other", "/", "http://a:1,http://b:2", 300 * time.Second, 1200 * time.Second, 0, 0, 4},
 		{"/api/x", "/api", "http://api:1", 2 * time.Second, 1200 * time.Second, 0, 0, 3},
-		{"/api/slow/y", "/api/slow", "http://a:1,http://b:2", 300 * time.Second, 500 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond, 4},
+		{"/api/slow/y", "/api/slow", "http://a:1,http://b:2", 300 * time.Second, 500 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond, 4}, // Prefixes match by path segment: /api takes /api and /api/…, never /apis.
+		{"/api", "/api", "http://api:1", 2 * time.Second, 1200 * time.Second, 0, 0, 3},
+		{"/apis", "/", "http://a:1,http://b:2", 300 * time.Second, 1200 * time.Second, 0, 0, 4},
+		{"/api/slowest", "/api", "http://api:1", 2 * time.Second, 1200 * time.Second, 0, 0, 3},
+		{"/api/slow", "/api/slow", "http://a:1,http://b:2", 300 * time.Second, 500 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond, 4},
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
 			r := rt.Match(tt.path)
+			if byFor := s.RouteFor(tt.path); byFor.Prefix != r.Prefix {
+				t.Errorf("RouteFor(%q) = prefix %q; Match says %q", tt.path, byFor.Prefix, r.Prefix)
+			}
 			if r.Prefix != tt.prefix || r.Hosts.String() != tt.hosts || r.TTL != tt.ttl || r.Timeout != tt.timeout ||
 				r.IdleTimeout != tt.idle || r.FirstByteTimeout != tt.firstByte || r.MaxAttempts != tt.maxAttempts {
 				t.Errorf("Match(%q) = %+v (hosts %s)", tt.path, *r, r.Hosts)

@@ -41,6 +41,10 @@ type Request struct {
 	// to the first attempt only and the request is not retried.
 	Body       []byte
 	BodyStream io.Reader
+	// Trailer, if set, holds the client's request trailers, sent after
+	// the body (in chunked framing). For a streamed body its values may
+	// arrive only as the body ends, as net/http fills Request.Trailer.
+	Trailer http.Header
 	// IdempotencyKey is sent on every attempt; ClientKey says the client
 	// chose it (which makes POST and PATCH safe to retry after a timeout).
 	IdempotencyKey string
@@ -186,6 +190,7 @@ type attemptResult struct {
 	retryAfter time.Duration
 	out        outgoing   // storage for the attempt's request, allocated with it
 	first      [1]Attempt // storage for the timeline when this is its first entry
+	conn       *connTrace // the backend connection the attempt got, when recorded
 }
 
 func (a *attemptResult) close() {
@@ -209,7 +214,11 @@ func (f *Forwarder) attempt(parent context.Context, rt http.RoundTripper, req *R
 	ctx, cancel := context.WithCancelCause(parent)
 	timer := time.AfterFunc(window, func() { cancel(deadlineError{cause}) })
 	ar := &attemptResult{cancel: cancel, ctx: ctx, record: Attempt{Host: host.Host}}
-	out := ar.out.build(ctx, req, path, host, window)
+	octx := ctx
+	if recordsHeads(rt) {
+		octx = ar.traceConn(ctx)
+	}
+	out := ar.out.build(octx, req, path, host, window)
 	if f.Stats != nil {
 		f.Stats.Attempts.Add(1)
 	}
@@ -222,6 +231,7 @@ func (f *Forwarder) attempt(parent context.Context, rt http.RoundTripper, req *R
 		resp, err = nil, context.Cause(ctx)
 	}
 	if err == nil {
+		ar.stripRawConnection(resp)
 		ar.resp = resp
 		ar.record.Outcome = OutcomeStatus
 		ar.record.Status = resp.StatusCode
@@ -560,12 +570,16 @@ func (o *outgoing) build(ctx context.Context, req *Request, path string, host *u
 		}
 		set("X-Forwarded-For", ip)
 	}
-	if req.Proto != "" {
+	// A client's X-Forwarded-Proto and -Host reach core only from a
+	// trusted proxy (TrustedProxies.Believe): they describe the request
+	// better than this hop does.
+	if _, ok := h["X-Forwarded-Proto"]; !ok && req.Proto != "" {
 		set("X-Forwarded-Proto", req.Proto)
 	}
-	if req.Host != "" {
+	if _, ok := h["X-Forwarded-Host"]; !ok && req.Host != "" {
 		set("X-Forwarded-Host", req.Host)
 	}
+	set("Via", AddVia(h["Via"]))
 	if req.IdempotencyKey != "" {
 		set("Idempotency-Key", req.IdempotencyKey)
 	}
@@ -595,6 +609,9 @@ func (o *outgoing) build(ctx context.Context, req *Request, path string, host *u
 		body = io.NopCloser(bytes.NewReader(b))
 		contentLength = int64(len(b))
 		getBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+		if len(req.Trailer) > 0 {
+			contentLength = -1 // trailers need chunked framing
+		}
 	}
 	out := (&http.Request{
 		Method:        req.Method,
@@ -610,6 +627,8 @@ func (o *outgoing) build(ctx context.Context, req *Request, path string, host *u
 	}).WithContext(ctx)
 	if contentLength == 0 {
 		out.Body = nil
+	} else if len(req.Trailer) > 0 {
+		out.Trailer = req.Trailer
 	}
 	return out
 }
@@ -641,9 +660,9 @@ func GRPCTimeout(d time.Duration) string {
 // to the configured hosts), and no compression of its own, so an answer
 // reaches the client byte for byte as the backend sent it.
 func NewTransport() *http.Transport {
-	return &http.Transport{
+	t := &http.Transport{
 		Proxy:                 nil,
-		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:           recordingDial((&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext),
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          1024,
 		MaxIdleConnsPerHost:   256,
@@ -652,6 +671,8 @@ func NewTransport() *http.Transport {
 		ExpectContinueTimeout: time.Second,
 		DisableCompression:    true,
 	}
+	t.DialTLSContext = recordingTLSDial(t)
+	return t
 }
 
 var defaultTransport = sync.OnceValue(func() http.RoundTripper { return NewTransport() })

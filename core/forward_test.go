@@ -422,6 +422,7 @@ func TestOutgoingHeaders(t *testing.T) {
 			{"Keep-Alive", got.Header.Get("Keep-Alive"), ""},
 			{"Upgrade", got.Header.Get("Upgrade"), ""},
 			{"X-Custom", got.Header.Get("X-Custom"), "kept"},
+			{"Via", got.Header.Get("Via"), "1.1 fngateway"},
 		}
 		for _, c := range checks {
 			if c.got != c.want {
@@ -597,6 +598,7 @@ func TestReasonStatusTable(t *testing.T) {
 		{ReasonInvalidPath, false, 400, "InvalidPath"},
 		{ReasonRequestTimeout, false, 408, "RequestTimeout"},
 		{ReasonUpgradeUnsupported, false, 501, "UpgradeUnsupported"},
+		{ReasonInvalidBody, false, 400, "InvalidBody"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.code, func(t *testing.T) {
@@ -683,5 +685,24 @@ func TestIsHopHeader(t *testing.T) {
 		if isHopHeader(k) {
 			t.Errorf("isHopHeader(%q) = true", k)
 		}
+	}
+}
+
+// TestOutgoingVia: the gateway adds itself to Via, keeping earlier hops;
+// a trusted proxy's X-Forwarded-Proto and -Host (the only ones that reach
+// core) are kept.
+func TestOutgoingVia(t *testing.T) {
+	host := &url.URL{Scheme: "http", Host: "b:1"}
+	req := &Request{Method: "GET", Path: "/", Host: "gw.example", Proto: "http",
+		Header: http.Header{"Via": {"1.0 fred", "1.1 p.example"}, "X-Forwarded-Proto": {"https"}, "X-Forwarded-Host": {"api.example"}}}
+	out := buildOutgoing(context.Background(), req, "/", host, time.Second)
+	if got, want := out.Header.Get("Via"), "1.0 fred, 1.1 p.example, 1.1 fngateway"; got != want {
+		t.Errorf("Via = %q; want %q", got, want)
+	}
+	if out.Header.Get("X-Forwarded-Proto") != "https" || out.Header.Get("X-Forwarded-Host") != "api.example" {
+		t.Errorf("X-Forwarded-Proto %q, -Host %q; want the trusted proxy's https, api.example", out.Header.Get("X-Forwarded-Proto"), out.Header.Get("X-Forwarded-Host"))
+	}
+	if len(req.Header["Via"]) != 2 {
+		t.Error("buildOutgoing modified the client's Via")
 	}
 }

@@ -85,7 +85,7 @@ func (s *Stats) countEnd(r Reason) {
 		s.EndBackendUnavailable.Add(1)
 	case ReasonClientGone:
 		s.EndClientGone.Add(1)
-	case ReasonInvalidTTL, ReasonInvalidTimeout, ReasonInvalidPath, ReasonUpgradeUnsupported:
+	case ReasonInvalidTTL, ReasonInvalidTimeout, ReasonInvalidPath, ReasonUpgradeUnsupported, ReasonInvalidBody:
 		s.EndBadRequest.Add(1)
 	case ReasonRequestTimeout:
 		s.EndRequestTimeout.Add(1)

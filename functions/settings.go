@@ -57,6 +57,9 @@ func loadSettings(hostLimit time.Duration) (*core.Settings, time.Duration, error
 	if err := s.Validate(limit, explicit); err != nil {
 		return nil, 0, err
 	}
+	if err := s.CheckMemory(hostMemory()); err != nil {
+		return nil, 0, err
+	}
 	return &s, limit, nil
 }
 

@@ -135,6 +135,9 @@ func httpEvent(tb testing.TB, name string, r httpRequest) []byte {
 	rc := e["requestContext"].(map[string]any)
 	h := rc["http"].(map[string]any)
 	h["method"], h["path"], h["sourceIp"] = r.method, r.rawPath, "198.51.100.7"
+	// The platform stamps the event when it accepts the request: now, not
+	// when the sample was recorded (the TTL starts there).
+	rc["timeEpoch"] = time.Now().UnixMilli()
 	b, err := json.Marshal(e)
 	if err != nil {
 		tb.Fatal(err)
@@ -390,6 +393,8 @@ func TestLambdaBadSettings(t *testing.T) {
 		{"InvokeMode", []string{"InvokeMode=STREAM"}, `setting InvokeMode="STREAM": want BUFFERED or RESPONSE_STREAM`},
 		{"AWS_LAMBDA_FUNCTION_TIMEOUT", []string{"AWS_LAMBDA_FUNCTION_TIMEOUT=3s"}, `setting AWS_LAMBDA_FUNCTION_TIMEOUT="3s": want a positive whole number of seconds`},
 		{"nesting", []string{"AWS_LAMBDA_FUNCTION_TIMEOUT=3", "Timeout=5000"}, `setting Timeout="5000": want at most 2000 ms`},
+		{"body buffer beyond the function's memory", []string{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE=128", "MaxBufferedBytes=200000000"},
+			`setting MaxBufferedBytes="200000000": want at most 134217728 bytes, the memory this host has (AWS_LAMBDA_FUNCTION_MEMORY_SIZE=128 MB)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

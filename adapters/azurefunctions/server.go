@@ -131,6 +131,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// The invocation headers are the host's, not the client's.
 		r.Header.Del(headerInvocationID)
 		r.Header.Del(headerHostVersion)
+		platformPeer(r)
 		ctx := r.Context()
 		if s.Limits.HTTP > 0 {
 			var cancel context.CancelFunc

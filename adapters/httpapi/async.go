@@ -57,7 +57,7 @@ func (h *Handler) proxyAsync(w http.ResponseWriter, r *http.Request, req *core.R
 		lg.async = acc.ID
 		h.accepted(w, r, acc, lg)
 	default:
-		h.relay(w, res, req.Route, lg)
+		h.relay(w, r, res, req.Route, lg)
 	}
 }
 

@@ -98,6 +98,7 @@ type requestLog struct {
 	async    string
 	err      string          // why a stream was cut, for the log
 	ctx      context.Context // the request's, to tell a gone client
+	accepted time.Time       // when the platform or a trusted proxy accepted it; zero if unsaid
 }
 
 func (lg *requestLog) clientGone() bool { return lg.ctx != nil && lg.ctx.Err() != nil }
@@ -106,11 +107,14 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request) {
 	arrival := time.Now()
 	ctx := r.Context()
 	h.Stats.CountRequest()
+	hdr, trusted := h.Settings.TrustedProxies.Believe(r.Header, r.RemoteAddr)
+	r.Header = hdr
+	closeIfBothFramings(w, r)
 	route := h.router.Match(r.URL.Path)
-	lg := requestLog{route: route.Prefix, fired: "none", ctx: ctx}
+	lg := requestLog{route: route.Prefix, fired: "none", ctx: ctx, accepted: acceptedAt(r, trusted)}
 	defer func() { h.log(ctx, r, arrival, &lg) }()
 
-	req, body, gerr := h.prepare(w, r, route, arrival)
+	req, body, gerr := h.prepare(w, r, route, core.ClockStart(lg.accepted, arrival))
 	defer body.done()
 	if gerr != nil {
 		h.Stats.CountEnd(gerr.Reason)
@@ -142,9 +146,9 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request) {
 		if !errors.As(err, &ge) {
 			ge = &core.Error{Reason: core.ReasonNone, Err: err}
 		}
-		if body.timedOut() {
-			// A streamed upload stalled past ClientBodyTimeoutMs.
-			ge = &core.Error{Reason: core.ReasonRequestTimeout, Message: body.timeoutMessage(), Attempts: ge.Attempts}
+		if be := body.streamError(ge); be != nil {
+			// A streamed upload stalled, was cut by the TTL or was malformed.
+			ge = be
 			h.Stats.CountEnd(ge.Reason)
 		}
 		h.fail(w, ge, &lg)
@@ -154,7 +158,7 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request) {
 		h.tunnel(w, r, res, route, &lg)
 		return
 	}
-	h.relay(w, res, route, &lg)
+	h.relay(w, r, res, route, &lg)
 }
 
 // prepare reads the per-request headers and body into a core.Request. The
@@ -283,15 +287,21 @@ type keyBuf struct {
 var keyBufs = sync.Pool{New: func() any { return &keyBuf{off: 4096} }}
 
 // relay streams a backend answer to the client.
-func (h *Handler) relay(w http.ResponseWriter, res *core.Result, route *core.Route, lg *requestLog) {
+func (h *Handler) relay(w http.ResponseWriter, r *http.Request, res *core.Result, route *core.Route, lg *requestLog) {
 	resp := res.Response
 	defer resp.Body.Close()
 	lg.status, lg.attempts = resp.StatusCode, len(res.Attempts)
 	hdr := w.Header()
+	closing := hdr["Connection"] // set by closeIfBothFramings
 	for k, v := range resp.Header {
 		hdr[k] = v
 	}
 	core.RemoveHopHeaders(hdr)
+	if closing != nil {
+		hdr["Connection"] = closing
+	}
+	core.AddViaHeader(hdr)
+	h.rewriteLocations(hdr, r, route)
 	hdr["X-Attempts"] = attemptsValue(len(res.Attempts))
 	if len(resp.Trailer) > 0 {
 		for k := range resp.Trailer {
@@ -389,7 +399,7 @@ func (h *Handler) fail(w http.ResponseWriter, e *core.Error, lg *requestLog) {
 	}
 	lg.status = e.HTTPStatus()
 	hdr := w.Header()
-	if e.Reason == core.ReasonRequestTimeout {
+	if e.Reason == core.ReasonRequestTimeout || e.Reason == core.ReasonInvalidBody {
 		// The rest of the body is unread: the connection cannot be reused.
 		hdr.Set("Connection", "close")
 	}
@@ -449,6 +459,15 @@ func (h *Handler) log(ctx context.Context, r *http.Request, arrival time.Time, l
 	if lg.err == "" {
 		n-- // err only when a stream was cut
 	}
+	line := attrs[:n]
+	if !lg.accepted.IsZero() {
+		// Both times, when the platform or a trusted proxy said when it
+		// accepted the request.
+		line = append(append(make([]slog.Attr, 0, n+3), line...),
+			slog.String("acceptedAt", lg.accepted.UTC().Format(time.RFC3339Nano)),
+			slog.String("arrivedAt", arrival.UTC().Format(time.RFC3339Nano)),
+			slog.Int64("queueMs", arrival.Sub(core.ClockStart(lg.accepted, arrival)).Milliseconds()))
+	}
 	// Straight to the handler, as Logger.LogAttrs would go, without the
 	// caller's program counter it looks up for AddSource.
 	hd := h.Logger.Handler()
@@ -456,10 +475,10 @@ func (h *Handler) log(ctx context.Context, r *http.Request, arrival time.Time, l
 		return
 	}
 	if jh, ok := hd.(*jsonLogHandler); ok {
-		jh.handleAttrs(ctx, now, level, msg, attrs[:n])
+		jh.handleAttrs(ctx, now, level, msg, line)
 		return
 	}
 	rec := slog.NewRecord(now, level, msg, 0)
-	rec.AddAttrs(attrs[:n]...)
+	rec.AddAttrs(line...)
 	hd.Handle(ctx, rec)
 }

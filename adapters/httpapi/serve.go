@@ -17,6 +17,7 @@ const ShutdownGrace = 10 * time.Second
 // error if serving stops by itself, and nil after a shutdown. Hosts that
 // hold a listening server (local, Azure Functions) share it.
 func Serve(ctx context.Context, srv *http.Server, ln net.Listener) error {
+	ln = withFraming(srv, ln)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -34,7 +35,10 @@ type httpEvent struct {
 	IsBase64Encoded bool              `json:"isBase64Encoded"`
 	RequestContext  struct {
 		DomainName string `json:"domainName"`
-		HTTP       struct {
+		// TimeEpoch is when the platform accepted the request, in
+		// milliseconds since the Unix epoch.
+		TimeEpoch int64 `json:"timeEpoch"`
+		HTTP      struct {
 			Method   string `json:"method"`
 			SourceIP string `json:"sourceIp"`
 		} `json:"http"`
@@ -64,7 +68,7 @@ func newRequest(ctx context.Context, event []byte) (*http.Request, error) {
 	if method == "" || strings.ContainsFunc(method, func(r rune) bool { return r <= ' ' || r >= 0x7f || strings.ContainsRune("()<>@,;:\\\"/[]?={}", r) }) {
 		return nil, fmt.Errorf("%w: requestContext.http.method %q is not an HTTP method", ErrBadEvent, method)
 	}
-	target := e.RawPath
+	target := escapeRawPath(e.RawPath)
 	if target == "" {
 		target = "/"
 	}
@@ -74,6 +78,9 @@ func newRequest(ctx context.Context, event []byte) (*http.Request, error) {
 	u, err := url.ParseRequestURI(target)
 	if err != nil || !strings.HasPrefix(target, "/") {
 		return nil, fmt.Errorf("%w: rawPath %q with rawQueryString %q is not a request target", ErrBadEvent, e.RawPath, e.RawQueryString)
+	}
+	if e.RequestContext.TimeEpoch > 0 {
+		ctx = core.WithPlatformArrival(ctx, time.UnixMilli(e.RequestContext.TimeEpoch))
 	}
 	body := []byte(e.Body)
 	if e.IsBase64Encoded {
@@ -104,6 +111,7 @@ func newRequest(ctx context.Context, event []byte) (*http.Request, error) {
 	if len(e.Cookies) > 0 {
 		r.Header["Cookie"] = []string{strings.Join(e.Cookies, "; ")}
 	}
+	dropPlatformHop(r.Header, r.RemoteAddr)
 	r.Host = r.Header.Get("Host")
 	if r.Host == "" {
 		r.Host = e.RequestContext.DomainName
@@ -118,6 +126,67 @@ func newRequest(ctx context.Context, event []byte) (*http.Request, error) {
 		r.Header["Content-Length"] = []string{strconv.FormatInt(r.ContentLength, 10)}
 	}
 	return r, nil
+}
+
+// escapeRawPath percent-encodes what an event's rawPath may hold that a
+// request target's path cannot: '?' and '#' (which would start a query or
+// a fragment), spaces, controls and other bytes outside RFC 3986's path
+// characters. A '%' is kept: rawPath keeps the client's escaping.
+func escapeRawPath(p string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if pathByte(c) {
+			if b.Len() > 0 {
+				b.WriteByte(c)
+			}
+			continue
+		}
+		if b.Len() == 0 {
+			b.Grow(len(p) + 8)
+			b.WriteString(p[:i])
+		}
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&15])
+	}
+	if b.Len() == 0 {
+		return p
+	}
+	return b.String()
+}
+
+// pathByte reports whether c may stand as itself in a request target's
+// path (RFC 3986 pchar and '/', plus '%' of the escapes already there).
+func pathByte(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("-._~!$&'()*+,;=:@/%", c) >= 0
+}
+
+// dropPlatformHop removes from X-Forwarded-For the entry the platform
+// appended for the client (sourceIp): the gateway adds the client's
+// address itself, and what came before it is judged by TrustedProxies.
+func dropPlatformHop(h http.Header, sourceIP string) {
+	v := h["X-Forwarded-For"]
+	if len(v) != 1 || sourceIP == "" {
+		return
+	}
+	rest, last := "", v[0]
+	if i := strings.LastIndexByte(v[0], ','); i >= 0 {
+		rest, last = v[0][:i], v[0][i+1:]
+	}
+	if strings.TrimSpace(last) != sourceIP {
+		return
+	}
+	if rest = strings.TrimSpace(rest); rest == "" {
+		delete(h, "X-Forwarded-For")
+	} else {
+		h["X-Forwarded-For"] = []string{rest}
+	}
 }
 
 func validHeaderName(k string) bool {

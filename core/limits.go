@@ -1,0 +1,92 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// MaxAttemptsLimit is the most attempts a request may be given: more could
+// never take effect within any budget.
+const MaxAttemptsLimit = 100
+
+// MaxProfilesFileBytes is the largest UserProfiles=file: the gateway reads.
+const MaxProfilesFileBytes = 1 << 20
+
+// validateLimits checks the bounds CONTRACT §2 puts on counts.
+func (s *Settings) validateLimits() error {
+	if s.MaxAttempts > MaxAttemptsLimit {
+		return &SettingError{Name: "MaxAttempts", Value: strconv.FormatInt(int64(s.MaxAttempts), 10),
+			Want: fmt.Sprintf("want a whole number from 1 to %d", MaxAttemptsLimit)}
+	}
+	return nil
+}
+
+// CheckMemory holds MaxRetryBodyBytes and MaxBufferedBytes against the
+// memory the host has, mem bytes (source names where that figure came
+// from, for the message). A zero mem checks nothing.
+func (s *Settings) CheckMemory(mem int64, source string) error {
+	if mem <= 0 {
+		return nil
+	}
+	for _, c := range []struct {
+		name string
+		v    Count
+	}{{"MaxRetryBodyBytes", s.MaxRetryBodyBytes}, {"MaxBufferedBytes", s.MaxBufferedBytes}} {
+		if int64(c.v) > mem {
+			return &SettingError{Name: c.name, Value: strconv.FormatInt(int64(c.v), 10),
+				Want: fmt.Sprintf("want at most %d bytes, the memory this host has (%s)", mem, source)}
+		}
+	}
+	return nil
+}
+
+// matchPrefix reports whether path falls under a route prefix, segment by
+// segment: "/a" (or "/a/") takes "/a" and "/a/…", never "/ab".
+func matchPrefix(path, prefix string) bool {
+	p := strings.TrimSuffix(prefix, "/")
+	if p == "" {
+		return true // "/"
+	}
+	return strings.HasPrefix(path, p) && (len(path) == len(p) || path[len(p)] == '/')
+}
+
+// checkPrefix refuses route prefixes that could never be served: those
+// under the gateway's own /_gateway/, and those with a .. segment.
+func checkPrefix(prefix string) error {
+	if matchPrefix(prefix, "/_gateway") {
+		return errors.New("want a prefix outside /_gateway/, which the gateway serves itself")
+	}
+	if _, err := ConfinePath(prefix); err != nil {
+		return errors.New("want a prefix without a .. segment")
+	}
+	return nil
+}
+
+// readProfilesFile reads the file of UserProfiles=file:<path>: a regular
+// file of at most MaxProfilesFileBytes.
+func readProfilesFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxProfilesFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxProfilesFileBytes {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, MaxProfilesFileBytes)
+	}
+	return b, nil
+}
