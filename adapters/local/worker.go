@@ -45,7 +45,9 @@ type Worker struct {
 	// Poll is the wait between empty receives. Zero means 100 ms.
 	Poll time.Duration
 	// MaxDequeue is the delivery count after which an undecodable message
-	// is dropped (it is logged whole first). Zero means 5.
+	// is dropped (it is logged whole first) by a queue that cannot set it
+	// aside; one that can (the embedded store) sets it aside at its first
+	// delivery. Zero means 5.
 	MaxDequeue int
 }
 
@@ -132,6 +134,14 @@ func (w *Worker) visibility() time.Duration {
 	return core.DefaultLease
 }
 
+// quarantiner is implemented by queues that can set a received message
+// aside for an operator (the embedded store moves its file to
+// quarantine/): an undecodable message is then logged once and never
+// delivered again, rather than dropped after MaxDequeue deliveries.
+type quarantiner interface {
+	Quarantine(ctx context.Context, m core.Message) error
+}
+
 // process runs one message under work, which ends only when a shutdown
 // stops the continuations in progress.
 func (w *Worker) process(ctx, work context.Context, log *slog.Logger, m core.Message) {
@@ -157,9 +167,18 @@ func (w *Worker) process(ctx, work context.Context, log *slog.Logger, m core.Mes
 		if max <= 0 {
 			max = 5
 		}
-		log.ErrorContext(ctx, "undecodable continuation message",
-			slog.String("messageId", m.ID), slog.Int("dequeueCount", m.DequeueCount),
-			slog.String("body", base64.StdEncoding.EncodeToString(m.Body)), slog.String("err", err.Error()))
+		attrs := []slog.Attr{slog.String("messageId", m.ID), slog.Int("dequeueCount", m.DequeueCount),
+			slog.String("body", base64.StdEncoding.EncodeToString(m.Body)), slog.String("err", err.Error())}
+		if q, ok := w.Queue.(quarantiner); ok {
+			// Set aside at once, logged once: no delivery can decode it.
+			qerr := q.Quarantine(cctx, m)
+			if qerr != nil {
+				attrs = append(attrs, slog.String("quarantineErr", qerr.Error()))
+			}
+			log.LogAttrs(ctx, slog.LevelError, "undecodable continuation message set aside", attrs...)
+			return
+		}
+		log.LogAttrs(ctx, slog.LevelError, "undecodable continuation message", attrs...)
 		if m.DequeueCount >= max {
 			w.Queue.Complete(cctx, m)
 		}

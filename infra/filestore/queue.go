@@ -343,3 +343,37 @@ func (s *Store) NextVisible() (time.Time, bool) {
 	}
 	return time.Unix(0, next), true
 }
+
+// Quarantine sets the received message m aside: its file moves to
+// quarantine/, whole, for an operator to inspect, and it is never delivered
+// again. The local worker calls it for a message whose body is not a
+// continuation it can decode (core.ErrBadMessage), so that the message is
+// logged once rather than on every delivery. A receipt that is not the
+// latest delivery's is an error wrapping core.ErrConflict; a message
+// already gone, one wrapping core.ErrNotFound.
+func (s *Store) Quarantine(ctx context.Context, m core.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.qmu.Lock()
+	h, ok := s.msgs[m.ID]
+	if !ok {
+		s.qmu.Unlock()
+		return fmt.Errorf("quarantine message %q: %w", m.ID, core.ErrNotFound)
+	}
+	if m.Receipt == "" || m.Receipt != h.Receipt {
+		s.qmu.Unlock()
+		return fmt.Errorf("quarantine message %s: receipt is not the latest delivery's: %w", m.ID, core.ErrConflict)
+	}
+	name := m.ID + msgSuffix
+	if err := os.Rename(s.msgPath(m.ID), filepath.Join(s.quarantine, name)); err != nil {
+		s.qmu.Unlock()
+		return fmt.Errorf("quarantine message %s: %w", m.ID, err)
+	}
+	delete(s.msgs, m.ID)
+	s.qmu.Unlock()
+	if err := syncDir(s.queueDir); err != nil {
+		return fmt.Errorf("quarantine message %s: %w", m.ID, err)
+	}
+	return nil
+}

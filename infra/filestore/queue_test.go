@@ -392,3 +392,33 @@ func writeFile(t *testing.T, path string, b []byte) {
 		t.Fatal(err)
 	}
 }
+
+// TestQueueQuarantineMessage: a received message set aside by its worker
+// leaves queue/ for quarantine/ and is never delivered again; only its
+// latest delivery may do so.
+func TestQueueQuarantineMessage(t *testing.T) {
+	ctx := context.Background()
+	s := mustOpen(t, t.TempDir())
+	if err := s.Enqueue(ctx, []byte("not a continuation"), 0); err != nil {
+		t.Fatal(err)
+	}
+	m := receiveOne(t, s, 0, "not a continuation")
+	m2 := receiveOne(t, s, 0, "not a continuation")
+	if err := s.Quarantine(ctx, m); !errors.Is(err, core.ErrConflict) {
+		t.Errorf("Quarantine with an old receipt = %v; want ErrConflict", err)
+	}
+	if err := s.Quarantine(ctx, m2); err != nil {
+		t.Fatalf("Quarantine: %v", err)
+	}
+	if err := s.Quarantine(ctx, m2); !errors.Is(err, core.ErrNotFound) {
+		t.Errorf("second Quarantine = %v; want ErrNotFound", err)
+	}
+	receiveNone(t, s)
+	b, err := os.ReadFile(filepath.Join(s.quarantine, m.ID+msgSuffix))
+	if err != nil || !strings.HasSuffix(string(b), "not a continuation") {
+		t.Errorf("quarantine/%s = %q, %v; want the whole message", m.ID+msgSuffix, b, err)
+	}
+	if s2 := mustOpen(t, s.root); len(s2.msgs) != 0 {
+		t.Errorf("reopened queue holds %d messages; want none", len(s2.msgs))
+	}
+}
