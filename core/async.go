@@ -342,7 +342,8 @@ func asyncUnavailable(what string, err error) *Error {
 //
 // profile may be nil (no profile: the default result container, no
 // notifications). A client-given Idempotency-Key seen before within the same
-// profile, from the same caller (see scopedIdempotencyKey), returns the earlier submission's Accepted and a nil Claim, and
+// profile, from the same caller (see scopedIdempotencyKey), returns the
+// earlier submission's Accepted and a nil Claim, and
 // enqueues nothing, if the request is the same (see Replay); for a
 // different request it is an *Error with ReasonIdempotencyKeyReused.
 //
