@@ -250,7 +250,11 @@ func TestAsyncCorruptQueueFileWhileRunning(t *testing.T) {
 			if mentions != 1 {
 				t.Errorf("B's damaged message file logged %d times; want once:\n%s", mentions, strings.Join(gw.logs.Lines(), "\n"))
 			}
-			_ = b
+			// B's message is set aside, not run: its request stays pending
+			// (until it expires) rather than blocking the queue.
+			if resp, body, _ := Do(t, "GET", b.StatusURI, nil, ""); resp.StatusCode != http.StatusAccepted {
+				t.Errorf("B's status URI = %d %s; want 202, still queued", resp.StatusCode, body)
+			}
 		})
 	}
 }
