@@ -88,7 +88,8 @@ var ErrLeaseLost = errors.New("async lease lost to another worker")
 // (gateway/requests/<id>), the record in state queued
 // (gateway/records/<id>.json), the queue message {"v":1,"id":…}, and, when
 // the client gave an Idempotency-Key, the idempotency index entry
-// (gateway/idempotency/<hex sha256(profile NUL key)>). Only then does it
+// (gateway/idempotency/<hex sha256 of profile, key and caller>, see
+// scopedIdempotencyKey). Only then does it
 // return the Accepted the 202 is made of. Every queue delivery runs Process;
 // the queue delivers at least once, so Process may run twice for one message,
 // concurrently, or after a crash.
@@ -198,6 +199,11 @@ type Async struct {
 	// answer's path; otherwise (the zero value) before the call that
 	// causes them returns.
 	Host HostCaps
+	// ScopeHeaders are the request headers whose values, hashed, scope a
+	// client's Idempotency-Key together with the profile and the verified
+	// caller (IdempotencyScopeHeaders; see WithCaller). If nil,
+	// DefaultIdempotencyScopeHeaders.
+	ScopeHeaders []string
 	// OnError, if set, receives the errors core cannot return to a
 	// caller: notifications that failed, and corrupt records whose
 	// messages Process settled. The edge logs them. It may be called from
@@ -273,13 +279,6 @@ func asyncHeaderKey(container, id string) string {
 	return container + "/" + id + "/headers.json"
 }
 
-// asyncIdempotencyKey scopes a client's Idempotency-Key by profile. The NUL
-// separator keeps ("ab","c") and ("a","bc") apart.
-func asyncIdempotencyKey(profile, key string) string {
-	sum := sha256.Sum256([]byte(profile + "\x00" + key))
-	return asyncIdempotencyPrefix + hex.EncodeToString(sum[:])
-}
-
 // newAsyncID returns 128 random bits as 32 lowercase hex digits.
 func newAsyncID() string {
 	var b [16]byte
@@ -343,7 +342,8 @@ func asyncUnavailable(what string, err error) *Error {
 //
 // profile may be nil (no profile: the default result container, no
 // notifications). A client-given Idempotency-Key seen before within the same
-// profile returns the earlier submission's Accepted and a nil Claim, and
+// profile, from the same caller (see scopedIdempotencyKey), returns the
+// earlier submission's Accepted and a nil Claim, and
 // enqueues nothing, if the request is the same (see Replay); for a
 // different request it is an *Error with ReasonIdempotencyKeyReused.
 //
@@ -390,7 +390,7 @@ func (a *Async) submit(ctx context.Context, req *Request, profile *Profile, infl
 	// A client's key seen before returns that submission.
 	var idemKey, idemVersion, fp string
 	if req.ClientKey && req.IdempotencyKey != "" {
-		idemKey = asyncIdempotencyKey(profileID, req.IdempotencyKey)
+		idemKey = a.scopedIdempotencyKey(ctx, req, profileID)
 		fp = requestFingerprint(req)
 		prev, version, err := a.lookupIdempotent(ctx, idemKey, fp)
 		if err != nil {
@@ -559,7 +559,9 @@ func (a *Async) abandon(ctx context.Context, id, owner string) (movedOn bool) {
 
 // Replay answers a resubmission without reaching a backend. It returns
 // nil, nil when req carries no client-given Idempotency-Key, or one not seen
-// before within the profile (profile may be nil): the request is new. For
+// before within the profile (profile may be nil) from the same caller (the
+// same values of the ScopeHeaders, the same verified identity of
+// WithCaller): the request is new. For
 // a key seen before with the same request — method, path, query and body,
 // compared by SHA-256 fingerprint — it returns the first submission's
 // Accepted (same id and URIs), whatever that request's state. For a key
@@ -579,7 +581,7 @@ func (a *Async) Replay(ctx context.Context, req *Request, profile *Profile) (*Ac
 	if profile != nil {
 		profileID = profile.UserID
 	}
-	prev, _, err := a.lookupIdempotent(ctx, asyncIdempotencyKey(profileID, req.IdempotencyKey), requestFingerprint(req))
+	prev, _, err := a.lookupIdempotent(ctx, a.scopedIdempotencyKey(ctx, req, profileID), requestFingerprint(req))
 	if err != nil {
 		return nil, err
 	}

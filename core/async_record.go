@@ -21,8 +21,9 @@ import (
 var ErrBadMessage = errors.New("bad continuation message")
 
 // errBadRecord is wrapped by the error decodeAsyncRecord returns for a
-// continuation record that cannot be decoded.
-var errBadRecord = errors.New("bad continuation record")
+// continuation record that cannot be decoded. It is ErrCorruptRecord itself,
+// the one sentinel stores wrap too, under its historical name.
+var errBadRecord = ErrCorruptRecord
 
 // continuationVersion and recordVersion are the format versions written.
 const (

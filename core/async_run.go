@@ -53,7 +53,8 @@ func (f forwarded) close() {
 //
 // What becomes of the attempt in flight at the hand-off depends on the host
 // and on the instance's load. Where the host may work after answering
-// (Host.WorkAfterAnswer) and a slot of Continuations is free, it goes on in
+// (Host.WorkAfterAnswer) and a slot of Continuations is free (and the
+// profile holds fewer than its share, Continuations.PerProfile), it goes on in
 // this process and finishes the request itself, holding the claim (its
 // lease renewed by a heartbeat) and the slot until it is done; its queue
 // message is delayed to the lease's end, so a queue worker takes over only
@@ -114,7 +115,7 @@ func (a *Async) Run(ctx context.Context, req *Request, profile *Profile) (*Resul
 	)
 	inflight := false
 	if cut == nil && !atLimit && a.Host.WorkAfterAnswer {
-		if wctx, rel, ok := a.Continuations.TryStart(); ok {
+		if wctx, rel, ok := a.Continuations.TryStartFor(profileID(profile)); ok {
 			if unhook() {
 				work, release, inflight = wctx, rel, true
 			} else {

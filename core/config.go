@@ -76,6 +76,15 @@ type Settings struct {
 	// once, in-process finishes after a 202 included; beyond it they wait
 	// on the queue.
 	MaxContinuations Count `default:"16"`
+	// MaxContinuationsPerProfile caps the continuation slots one profile
+	// holds on an instance; the rest of its work waits on the queue
+	// without holding back other profiles'. Zero (unset) means half of
+	// MaxContinuations, rounded up (see ContinuationsPerProfile).
+	MaxContinuationsPerProfile Count
+	// IdempotencyScopeHeaders are the request headers whose values
+	// (hashed, never stored in clear) scope an Idempotency-Key, with the
+	// profile and the caller identity the platform verified.
+	IdempotencyScopeHeaders HeaderNames `default:"Authorization"`
 
 	// FunctionTimeoutSecs is the execution limit to stay inside; zero
 	// means the host's own (none for the local host).
@@ -541,12 +550,44 @@ func (s *Settings) Validate(limit time.Duration, explicit func(name string) bool
 		return &SettingError{Name: "AsyncTTLSecs", Value: strconv.FormatFloat(s.AsyncTTLSecs.D().Seconds(), 'f', -1, 64),
 			Want: "want at least AsyncTriggerTimeout, or nothing could ever go async"}
 	}
+	if s.MaxContinuationsPerProfile > s.MaxContinuations && s.MaxContinuations > 0 {
+		return &SettingError{Name: "MaxContinuationsPerProfile", Value: strconv.FormatInt(int64(s.MaxContinuationsPerProfile), 10),
+			Want: fmt.Sprintf("want at most MaxContinuations (%d)", s.MaxContinuations)}
+	}
 	if !strings.HasPrefix(s.AsyncStore, "file:") && s.AsyncStore != "azure" && !strings.HasPrefix(s.AsyncStore, "s3://") {
 		return &SettingError{Name: "AsyncStore", Value: s.AsyncStore, Want: "want file:<dir>, azure or s3://<bucket>[/<prefix>]"}
 	}
 	if s.AsyncStore == "file:" {
 		return &SettingError{Name: "AsyncStore", Value: s.AsyncStore, Want: "want a directory after file:"}
 	}
+	return nil
+}
+
+// ContinuationsPerProfile returns MaxContinuationsPerProfile, or, when it
+// is not set, half of MaxContinuations rounded up (MaxContinuations'
+// default when that is not set either).
+func (s *Settings) ContinuationsPerProfile() int {
+	if s.MaxContinuationsPerProfile > 0 {
+		return int(s.MaxContinuationsPerProfile)
+	}
+	n := int(s.MaxContinuations)
+	if n <= 0 {
+		n = DefaultMaxContinuations
+	}
+	return (n + 1) / 2
+}
+
+// HeaderNames is a comma-separated list of HTTP header names, kept
+// canonicalised (IdempotencyScopeHeaders). The zero value means "not set".
+type HeaderNames []string
+
+// Decode parses s, for envconfig.
+func (h *HeaderNames) Decode(s string) error {
+	names, err := ParseHeaderNames(s)
+	if err != nil {
+		return fmt.Errorf("want comma-separated HTTP header names, such as Authorization,X-Api-Key: %w", err)
+	}
+	*h = names
 	return nil
 }
 

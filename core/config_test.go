@@ -126,6 +126,11 @@ func TestValidate(t *testing.T) {
 		{"no hosts", func(s *Settings) { s.Hosts = nil }, 0, none, "Hosts"},
 		{"MaxAttempts at the bound", func(s *Settings) { s.MaxAttempts = 100 }, 0, none, ""},
 		{"MaxAttempts beyond the bound", func(s *Settings) { s.MaxAttempts = 100000000000 }, 0, none, "MaxAttempts"},
+		{"per-profile continuations up to the total", func(s *Settings) { s.MaxContinuationsPerProfile = s.MaxContinuations }, 0, none, ""},
+		{"per-profile continuations above the total", func(s *Settings) {
+			s.MaxContinuations = 4
+			s.MaxContinuationsPerProfile = 5
+		}, 0, none, "MaxContinuationsPerProfile"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -388,5 +393,36 @@ func TestValidateTopics(t *testing.T) {
 				t.Fatalf("ValidateTopics = %v;\nwant %s", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestContinuationsPerProfileSetting: MaxContinuationsPerProfile defaults
+// to half of MaxContinuations, rounded up; IdempotencyScopeHeaders to
+// Authorization, and a bad list names the setting's expectation.
+func TestContinuationsPerProfileSetting(t *testing.T) {
+	s := defaults(t)
+	if got := s.ContinuationsPerProfile(); got != 8 {
+		t.Errorf("default ContinuationsPerProfile = %d; want 8 (half of 16)", got)
+	}
+	s.MaxContinuations = 5
+	if got := s.ContinuationsPerProfile(); got != 3 {
+		t.Errorf("ContinuationsPerProfile with MaxContinuations=5 = %d; want 3", got)
+	}
+	s.MaxContinuationsPerProfile = 1
+	if got := s.ContinuationsPerProfile(); got != 1 {
+		t.Errorf("ContinuationsPerProfile set to 1 = %d", got)
+	}
+	if got := strings.Join(DefaultSettings().IdempotencyScopeHeaders, ","); got != "Authorization" {
+		t.Errorf("default IdempotencyScopeHeaders = %q; want Authorization", got)
+	}
+	var h HeaderNames
+	for _, bad := range []string{"", "a,,b", "a b"} {
+		if err := h.Decode(bad); err == nil || !strings.Contains(err.Error(), "header names") {
+			t.Errorf("Decode(%q) = %v; want an error saying header names are expected", bad, err)
+		}
+	}
+	var c Count
+	if c.Decode("0") == nil {
+		t.Error("MaxContinuationsPerProfile=0 accepted; want a positive count")
 	}
 }

@@ -31,7 +31,9 @@ var ErrDraining = errors.New("the instance is shutting down")
 // may work after answering) and the queue deliveries of the local worker
 // draw from the same slots, so the work an instance keeps going after its
 // clients have their answers is bounded by one number, MaxContinuations.
-// A continuation that finds no free slot waits on the queue.
+// A continuation that finds no free slot waits on the queue, and so does
+// one whose profile holds its share already (NewProfileContinuations), so
+// that one profile's hanging backend cannot hold every slot.
 //
 // Shutdown drains it: no new continuation starts, those in progress get a
 // grace period, and those still running then are stopped (their contexts
@@ -49,6 +51,11 @@ type Continuations struct {
 	mu      sync.Mutex
 	closed  bool
 	running sync.WaitGroup
+
+	// perProfile caps the slots one profile holds (zero: no cap beyond
+	// the slots); held counts them, per profile, under mu.
+	perProfile int
+	held       map[string]int
 }
 
 // NewContinuations returns a Continuations with max slots (zero or less
@@ -59,6 +66,77 @@ func NewContinuations(max int) *Continuations {
 	}
 	work, abort := context.WithCancelCause(context.Background())
 	return &Continuations{slots: make(chan struct{}, max), closing: make(chan struct{}), work: work, abort: abort}
+}
+
+// NewProfileContinuations returns a Continuations with max slots of which
+// one profile may hold at most perProfile (MaxContinuationsPerProfile):
+// the rest of its work waits on the queue while other profiles' runs. Zero
+// or less for max means DefaultMaxContinuations; for perProfile, half of
+// max rounded up. A perProfile above max is max.
+func NewProfileContinuations(max, perProfile int) *Continuations {
+	c := NewContinuations(max)
+	if perProfile <= 0 {
+		perProfile = (cap(c.slots) + 1) / 2
+	}
+	c.perProfile = min(perProfile, cap(c.slots))
+	c.held = map[string]int{}
+	return c
+}
+
+// PerProfile returns the most slots one profile may hold: the cap of
+// NewProfileContinuations, or Max when there is none.
+func (c *Continuations) PerProfile() int {
+	if c == nil {
+		return 0
+	}
+	if c.perProfile > 0 {
+		return c.perProfile
+	}
+	return cap(c.slots)
+}
+
+// HoldProfile counts one more slot held by profile, if the profile is
+// below its cap (PerProfile), and returns release, which must be called
+// exactly once to count it off again. The caller holds, or is about to
+// take, the slot itself (Start, TryStart): HoldProfile only keeps one
+// profile from taking every slot. ok is false when the profile is at its
+// cap; its work should then wait on the queue. A nil *Continuations, or
+// one without a cap, always succeeds.
+func (c *Continuations) HoldProfile(profile string) (release func(), ok bool) {
+	if c == nil || c.perProfile <= 0 {
+		return func() {}, true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.held[profile] >= c.perProfile {
+		return nil, false
+	}
+	c.held[profile]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if c.held[profile]--; c.held[profile] <= 0 {
+				delete(c.held, profile)
+			}
+		})
+	}, true
+}
+
+// TryStartFor is TryStart for a continuation of profile: it fails too when
+// the profile already holds PerProfile slots. done gives both back.
+func (c *Continuations) TryStartFor(profile string) (ctx context.Context, done func(), ok bool) {
+	release, ok := c.HoldProfile(profile)
+	if !ok {
+		return nil, nil, false
+	}
+	ctx, slot, ok := c.TryStart()
+	if !ok {
+		release()
+		return nil, nil, false
+	}
+	return ctx, func() { slot(); release() }, true
 }
 
 // Max returns the number of slots.

@@ -15,6 +15,15 @@ import (
 // ErrNotFound is returned by a Store for a key that holds nothing.
 var ErrNotFound = errors.New("not found")
 
+// ErrCorruptRecord is wrapped by the error a Store returns for an object it
+// holds but cannot read as one: bytes that are not what it wrote, an empty or
+// truncated file, a symlink or another file that is not a regular one. Core
+// wraps the same sentinel for a record whose content does not decode, so a
+// caller branches on one error whatever layer found the damage: the request
+// is terminal (its status URI answers 500 CorruptRecord and its message is
+// settled), never retried as a transient failure.
+var ErrCorruptRecord = errors.New("corrupt record")
+
 // ErrConflict is returned by a conditional write that lost: the object
 // changed since the version given, or exists where it must not.
 var ErrConflict = errors.New("conditional write conflict")
@@ -24,7 +33,8 @@ var ErrConflict = errors.New("conditional write conflict")
 // Implementations are safe for concurrent use.
 type Store interface {
 	// Get returns the object at key and its version (an ETag).
-	// It returns ErrNotFound when nothing is there.
+	// It returns ErrNotFound when nothing is there, and an error wrapping
+	// ErrCorruptRecord when what is there cannot be read as an object.
 	Get(ctx context.Context, key string) (data []byte, version string, err error)
 	// Put writes data at key if the object's current version is ifVersion,
 	// or, when ifVersion is "", only if nothing is there yet. It returns the

@@ -67,7 +67,8 @@ func wireAsync(ctx context.Context, s *core.Settings, h *httpapi.Handler, gw *ga
 		Timeout:        s.AsyncTimeout.D(),
 		Margin:         s.FunctionLimitMarginMs.D(),
 		TriggerTimeout: s.AsyncTriggerTimeout.D(),
-		Continuations:  core.NewContinuations(int(s.MaxContinuations)),
+		Continuations:  core.NewProfileContinuations(int(s.MaxContinuations), s.ContinuationsPerProfile()),
+		ScopeHeaders:   s.IdempotencyScopeHeaders,
 		Stats:          h.Stats,
 		Host:           h.Host,
 		OnError: func(ctx context.Context, id string, err error) {

@@ -132,7 +132,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Header.Del(headerInvocationID)
 		r.Header.Del(headerHostVersion)
 		platformPeer(r)
-		ctx := r.Context()
+		ctx := core.WithCaller(r.Context(), principal(r.Header))
 		if s.Limits.HTTP > 0 {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithDeadline(ctx, arrival.Add(s.Limits.HTTP))
@@ -140,4 +140,24 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		s.Gateway.ServeHTTP(w, r.WithContext(ctx))
 	}
+}
+
+// The headers App Service authentication sets on a request it
+// authenticated. The platform's front end removes copies a client sends,
+// so on this host they name a caller the platform verified; the local host
+// never reads them.
+const (
+	headerPrincipalID  = "X-Ms-Client-Principal-Id"
+	headerPrincipalIDP = "X-Ms-Client-Principal-Idp"
+)
+
+// principal returns the caller identity App Service authentication
+// verified, as core.WithCaller takes it ("azure-appservice:<provider>:<id>"),
+// or "" when the request carries none.
+func principal(h http.Header) string {
+	id := h.Get(headerPrincipalID)
+	if id == "" {
+		return ""
+	}
+	return "azure-appservice:" + h.Get(headerPrincipalIDP) + ":" + id
 }

@@ -42,7 +42,26 @@ type httpEvent struct {
 			Method   string `json:"method"`
 			SourceIP string `json:"sourceIp"`
 		} `json:"http"`
+		// Authorizer is set by Lambda itself for a Function URL with
+		// AuthType AWS_IAM (and by API Gateway for IAM authorization):
+		// the caller whose SigV4 signature it verified.
+		Authorizer struct {
+			IAM struct {
+				UserArn string `json:"userArn"`
+			} `json:"iam"`
+		} `json:"authorizer"`
 	} `json:"requestContext"`
+}
+
+// callerIdentity is the caller identity the platform verified, as
+// core.WithCaller takes it: "aws-iam:<userArn>", or "" when the event
+// carries none. It comes from the event, which only Lambda writes, never
+// from a header a client could send.
+func (e *httpEvent) callerIdentity() string {
+	if arn := e.RequestContext.Authorizer.IAM.UserArn; arn != "" {
+		return "aws-iam:" + arn
+	}
+	return ""
 }
 
 // ErrBadEvent is wrapped by the error for an HTTP event whose fields cannot
@@ -58,7 +77,9 @@ func isFunctionURLDomain(host string) bool {
 // newRequest builds the net/http request an HTTP event describes: the raw
 // path and query exactly as the client sent them, headers (multi-value ones
 // arrive comma-joined, as the payload 2.0 formats join them), the cookies
-// joined into one Cookie header, the body decoded, and the client's address.
+// joined into one Cookie header, the body decoded, and the client's address;
+// its context carries the caller identity Lambda verified, if any
+// (core.WithCaller), which scopes the caller's Idempotency-Keys.
 func newRequest(ctx context.Context, event []byte) (*http.Request, error) {
 	var e httpEvent
 	if err := json.Unmarshal(event, &e); err != nil {
@@ -101,7 +122,7 @@ func newRequest(ctx context.Context, event []byte) (*http.Request, error) {
 		RemoteAddr: e.RequestContext.HTTP.SourceIP,
 		// Function URLs and HTTP APIs answer HTTPS only.
 		TLS: &tls.ConnectionState{},
-	}).WithContext(ctx)
+	}).WithContext(core.WithCaller(ctx, e.callerIdentity()))
 	for k, v := range e.Headers {
 		if !validHeaderName(k) {
 			return nil, fmt.Errorf("%w: header name %q", ErrBadEvent, k)

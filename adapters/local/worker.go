@@ -21,6 +21,9 @@ const maxReceive = 32
 // It works on at most as many continuations at once as Async.Continuations
 // has free slots, shared with the in-process finishes after a 202: while
 // every slot is taken it receives nothing, and messages wait on the queue.
+// A message whose request's profile holds its share of the slots already
+// (core.Continuations.PerProfile) is hidden again for ProfileWait, and the
+// worker goes on with other profiles' messages.
 // A received message stays hidden for Visibility, renewed every third of it
 // while its continuation runs when the queue implements
 // core.VisibilityExtender, so that a message whose process died comes back
@@ -44,8 +47,15 @@ type Worker struct {
 	Limit time.Duration
 	// Poll is the wait between empty receives. Zero means 100 ms.
 	Poll time.Duration
+	// ProfileWait is how long a message stays hidden when the profile of
+	// its request holds its share of the slots
+	// (core.Continuations.PerProfile) before it is received again. Zero
+	// means DefaultProfileWait.
+	ProfileWait time.Duration
 	// MaxDequeue is the delivery count after which an undecodable message
-	// is dropped (it is logged whole first). Zero means 5.
+	// is dropped (it is logged whole first) by a queue that cannot set it
+	// aside; one that can (the embedded store) sets it aside at its first
+	// delivery. Zero means 5.
 	MaxDequeue int
 }
 
@@ -104,10 +114,20 @@ func (w *Worker) Run(ctx context.Context) {
 			msgs = msgs[:len(taken)]
 		}
 		for i, m := range msgs {
+			release, ok := w.holdProfile(ctx, slots, m)
+			if !ok {
+				// Its profile holds its share of the slots: the message
+				// waits on the queue, hidden for a moment, and the
+				// worker goes on with other profiles' messages.
+				w.later(ctx, ext, log, m)
+				taken[i]()
+				continue
+			}
 			running.Add(1)
 			go func() {
 				defer running.Done()
 				defer taken[i]()
+				defer release()
 				w.process(ctx, work, log, m)
 			}()
 		}
@@ -125,11 +145,50 @@ func (w *Worker) Run(ctx context.Context) {
 	}
 }
 
+// DefaultProfileWait is how long a message whose profile holds its share
+// of the continuation slots stays hidden when Worker.ProfileWait is zero.
+const DefaultProfileWait = time.Second
+
+// holdProfile counts m against the profile of the request it names
+// (core.Continuations.HoldProfile). A message that names no request that
+// can still run ends quickly and counts against no profile.
+func (w *Worker) holdProfile(ctx context.Context, slots *core.Continuations, m core.Message) (release func(), ok bool) {
+	profile, known := w.Async.MessageProfile(ctx, m.Body)
+	if !known {
+		return func() {}, true
+	}
+	return slots.HoldProfile(profile)
+}
+
+// later hides m for ProfileWait, so that it is received again once its
+// profile may have a free slot. A queue that cannot change a message's
+// visibility shows it again after its receive's visibility.
+func (w *Worker) later(ctx context.Context, ext core.VisibilityExtender, log *slog.Logger, m core.Message) {
+	if ext == nil {
+		return
+	}
+	wait := w.ProfileWait
+	if wait <= 0 {
+		wait = DefaultProfileWait
+	}
+	if _, err := ext.Extend(ctx, m, wait); err != nil && ctx.Err() == nil {
+		log.WarnContext(ctx, "returning a continuation to the queue", slog.String("messageId", m.ID), slog.String("err", err.Error()))
+	}
+}
+
 func (w *Worker) visibility() time.Duration {
 	if w.Visibility > 0 {
 		return w.Visibility
 	}
 	return core.DefaultLease
+}
+
+// quarantiner is implemented by queues that can set a received message
+// aside for an operator (the embedded store moves its file to
+// quarantine/): an undecodable message is then logged once and never
+// delivered again, rather than dropped after MaxDequeue deliveries.
+type quarantiner interface {
+	Quarantine(ctx context.Context, m core.Message) error
 }
 
 // process runs one message under work, which ends only when a shutdown
@@ -157,9 +216,18 @@ func (w *Worker) process(ctx, work context.Context, log *slog.Logger, m core.Mes
 		if max <= 0 {
 			max = 5
 		}
-		log.ErrorContext(ctx, "undecodable continuation message",
-			slog.String("messageId", m.ID), slog.Int("dequeueCount", m.DequeueCount),
-			slog.String("body", base64.StdEncoding.EncodeToString(m.Body)), slog.String("err", err.Error()))
+		attrs := []slog.Attr{slog.String("messageId", m.ID), slog.Int("dequeueCount", m.DequeueCount),
+			slog.String("body", base64.StdEncoding.EncodeToString(m.Body)), slog.String("err", err.Error())}
+		if q, ok := w.Queue.(quarantiner); ok {
+			// Set aside at once, logged once: no delivery can decode it.
+			qerr := q.Quarantine(cctx, m)
+			if qerr != nil {
+				attrs = append(attrs, slog.String("quarantineErr", qerr.Error()))
+			}
+			log.LogAttrs(ctx, slog.LevelError, "undecodable continuation message set aside", attrs...)
+			return
+		}
+		log.LogAttrs(ctx, slog.LevelError, "undecodable continuation message", attrs...)
 		if m.DequeueCount >= max {
 			w.Queue.Complete(cctx, m)
 		}

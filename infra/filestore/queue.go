@@ -36,8 +36,17 @@ func validID(id string) bool {
 
 func (s *Store) msgPath(id string) string { return filepath.Join(s.queueDir, id+msgSuffix) }
 
+// ErrQuarantined is wrapped by the error Receive returns for a queue
+// message file it set aside, whole, in quarantine/: a file the store cannot
+// read as a message it wrote (random bytes, emptied, truncated), or a
+// symlink or other file that is not a regular one. Such a file is moved
+// aside the first time it is met, so it is reported once and never blocks
+// the messages behind it.
+var ErrQuarantined = errors.New("queue message file quarantined")
+
 // loadQueue builds the queue's index from queue/: leftover temporary files
-// are removed and undecodable messages moved to quarantine/.
+// are removed, and message files that cannot be decoded or are not regular
+// files are moved to quarantine/ and reported by the next Receive.
 func (s *Store) loadQueue() error {
 	entries, err := os.ReadDir(s.queueDir)
 	if err != nil {
@@ -51,17 +60,19 @@ func (s *Store) loadQueue() error {
 			continue
 		}
 		id, ok := strings.CutSuffix(name, msgSuffix)
-		if !ok || !validID(id) || !e.Type().IsRegular() {
+		if !ok || !validID(id) || e.IsDir() {
 			continue
 		}
 		h, err := readMessageHeader(path)
 		if err == nil && h.ID != id {
-			err = fmt.Errorf("%w: id %s in file %s", errBadRecord, h.ID, name)
+			err = fmt.Errorf("%w: id %s in file %s", core.ErrCorruptRecord, h.ID, name)
 		}
-		if errors.Is(err, errBadRecord) {
-			if err := os.Rename(path, filepath.Join(s.quarantine, name)); err != nil {
-				return fmt.Errorf("load queue: quarantine %s: %w", name, err)
+		if errors.Is(err, core.ErrCorruptRecord) {
+			qerr := s.quarantineFile(name, err)
+			if !errors.Is(qerr, ErrQuarantined) {
+				return fmt.Errorf("load queue: %w", qerr)
 			}
+			s.quarantined = append(s.quarantined, qerr)
 			continue
 		}
 		if err != nil {
@@ -73,9 +84,24 @@ func (s *Store) loadQueue() error {
 	return nil
 }
 
+// quarantineFile moves the queue file name, found unreadable for cause, to
+// quarantine/ (replacing an earlier file of that name there) and returns
+// the error that reports it, wrapping ErrQuarantined, or the error of a
+// move that failed.
+func (s *Store) quarantineFile(name string, cause error) error {
+	dst := filepath.Join(s.quarantine, name)
+	if err := os.Rename(filepath.Join(s.queueDir, name), dst); err != nil {
+		return fmt.Errorf("quarantine queue file %s: %w", name, err)
+	}
+	if err := syncDir(s.queueDir); err != nil {
+		return fmt.Errorf("quarantine queue file %s: %w", name, err)
+	}
+	return fmt.Errorf("%w: queue/%s moved to quarantine/%s: %w", ErrQuarantined, name, name, cause)
+}
+
 func readMessageHeader(path string) (messageHeader, error) {
 	var h messageHeader
-	f, err := os.Open(path)
+	f, err := openNoFollow(path)
 	if err != nil {
 		return h, err
 	}
@@ -130,6 +156,11 @@ func (s *Store) Enqueue(ctx context.Context, body []byte, delay time.Duration) e
 // Receive returns. It returns an empty slice when none wait. The index is
 // in memory, so polling an idle queue costs no disk access.
 //
+// A message file that cannot be read as a message (see ErrQuarantined) is
+// moved to quarantine/ at once and left out: Receive then returns the
+// messages it could read together with an error wrapping ErrQuarantined
+// that names each file set aside, once (those found by Open included).
+//
 // The deliveries are taken in memory under the queue's lock and written to
 // disk after it is released, so a Receive that syncs many files never
 // holds up Enqueue. A delivery that cannot be written is put back,
@@ -169,6 +200,7 @@ func (s *Store) Receive(ctx context.Context, limit int, visibility time.Duration
 
 	out := []core.Message{}
 	var firstErr error
+	quarantined := s.takeQuarantined()
 	for _, d := range taken {
 		body, err := s.readBody(d.next.ID)
 		if err == nil {
@@ -178,23 +210,43 @@ func (s *Store) Receive(ctx context.Context, limit int, visibility time.Duration
 			out = append(out, core.Message{ID: d.next.ID, Receipt: d.next.Receipt, Body: body, DequeueCount: d.next.DequeueCount})
 			continue
 		}
+		corrupt := errors.Is(err, core.ErrCorruptRecord)
 		s.qmu.Lock()
 		if h, ok := s.msgs[d.next.ID]; ok && h.Receipt == d.next.Receipt {
-			if errors.Is(err, fs.ErrNotExist) {
-				delete(s.msgs, d.next.ID) // completed meanwhile
+			if errors.Is(err, fs.ErrNotExist) || corrupt {
+				delete(s.msgs, d.next.ID) // completed meanwhile, or set aside below
 			} else {
 				*h = d.prev
 			}
 		}
 		s.qmu.Unlock()
+		if corrupt {
+			// Set aside at once: put back, it would come first again.
+			quarantined = append(quarantined, s.quarantineFile(d.next.ID+msgSuffix, err))
+			continue
+		}
 		if !errors.Is(err, fs.ErrNotExist) && firstErr == nil {
 			firstErr = fmt.Errorf("receive %s: %w", d.next.ID, err)
 		}
+	}
+	if len(quarantined) > 0 {
+		// Reported with the messages that could be read, which still run.
+		return out, errors.Join(append(quarantined, firstErr)...)
 	}
 	if len(out) == 0 && firstErr != nil {
 		return nil, firstErr
 	}
 	return out, nil
+}
+
+// takeQuarantined returns, once, the reports of the files loadQueue set
+// aside.
+func (s *Store) takeQuarantined() []error {
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	q := s.quarantined
+	s.quarantined = nil
+	return q
 }
 
 // Extend hides the received message m for visibility from now (0: visible
@@ -225,7 +277,7 @@ func (s *Store) Extend(ctx context.Context, m core.Message, visibility time.Dura
 
 // readBody reads the body of the message id from disk.
 func (s *Store) readBody(id string) ([]byte, error) {
-	f, err := os.Open(s.msgPath(id))
+	f, err := openNoFollow(s.msgPath(id))
 	if err != nil {
 		return nil, err
 	}
@@ -290,4 +342,38 @@ func (s *Store) NextVisible() (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return time.Unix(0, next), true
+}
+
+// Quarantine sets the received message m aside: its file moves to
+// quarantine/, whole, for an operator to inspect, and it is never delivered
+// again. The local worker calls it for a message whose body is not a
+// continuation it can decode (core.ErrBadMessage), so that the message is
+// logged once rather than on every delivery. A receipt that is not the
+// latest delivery's is an error wrapping core.ErrConflict; a message
+// already gone, one wrapping core.ErrNotFound.
+func (s *Store) Quarantine(ctx context.Context, m core.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.qmu.Lock()
+	h, ok := s.msgs[m.ID]
+	if !ok {
+		s.qmu.Unlock()
+		return fmt.Errorf("quarantine message %q: %w", m.ID, core.ErrNotFound)
+	}
+	if m.Receipt == "" || m.Receipt != h.Receipt {
+		s.qmu.Unlock()
+		return fmt.Errorf("quarantine message %s: receipt is not the latest delivery's: %w", m.ID, core.ErrConflict)
+	}
+	name := m.ID + msgSuffix
+	if err := os.Rename(s.msgPath(m.ID), filepath.Join(s.quarantine, name)); err != nil {
+		s.qmu.Unlock()
+		return fmt.Errorf("quarantine message %s: %w", m.ID, err)
+	}
+	delete(s.msgs, m.ID)
+	s.qmu.Unlock()
+	if err := syncDir(s.queueDir); err != nil {
+		return fmt.Errorf("quarantine message %s: %w", m.ID, err)
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -284,11 +285,140 @@ func TestQueueQuarantine(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = mustOpen(t, dir)
-	receiveOne(t, s, time.Hour, "good")
+	msgs, err := s.Receive(context.Background(), 10, time.Hour)
+	if len(msgs) != 1 || string(msgs[0].Body) != "good" {
+		t.Fatalf("Receive = %v, want the good message", bodies(msgs))
+	}
+	if !errors.Is(err, ErrQuarantined) || !strings.Contains(err.Error(), filepath.Base(bad)) {
+		t.Errorf("Receive err = %v; want ErrQuarantined naming %s, reported once", err, filepath.Base(bad))
+	}
+	receiveNone(t, s) // reported once only
 	if _, err := os.Stat(filepath.Join(s.quarantine, filepath.Base(bad))); err != nil {
 		t.Errorf("undecodable message not quarantined: %v", err)
 	}
 	if _, err := os.Stat(tmp); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("temporary file not removed: %v", err)
+	}
+}
+
+// TestQueueQuarantinesWhileRunning: a message file damaged while the store
+// runs (random bytes, emptied, truncated, replaced by a symlink or a
+// directory) is set aside on the first Receive that meets it, reported once
+// with ErrQuarantined, and the messages behind it are delivered by that
+// same Receive. Before, it was put back first with its old visibility and
+// retried on every Receive, and the messages behind it never ran.
+func TestQueueQuarantinesWhileRunning(t *testing.T) {
+	outside := filepath.Join(t.TempDir(), "elsewhere.msg")
+	tests := []struct {
+		name   string
+		damage func(t *testing.T, path string)
+	}{
+		{"random bytes", func(t *testing.T, path string) { writeFile(t, path, []byte("\x8f\x00garbage\xff")) }},
+		{"emptied", func(t *testing.T, path string) { writeFile(t, path, nil) }},
+		{"truncated header", func(t *testing.T, path string) {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, path, b[:len(recordMagic)+5])
+		}},
+		{"symlink", func(t *testing.T, path string) {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, outside, b) // a valid message, but never followed
+			os.Remove(path)
+			if err := os.Symlink(outside, path); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"directory", func(t *testing.T, path string) {
+			os.Remove(path)
+			if err := os.Mkdir(path, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := mustOpen(t, t.TempDir())
+			ctx := context.Background()
+			if err := s.Enqueue(ctx, []byte("first"), 0); err != nil {
+				t.Fatal(err)
+			}
+			var first string
+			for id := range s.msgs {
+				first = id
+			}
+			for _, b := range []string{"second", "third"} {
+				if err := s.Enqueue(ctx, []byte(b), 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tt.damage(t, s.msgPath(first))
+
+			msgs, err := s.Receive(ctx, 1, time.Hour)
+			if !errors.Is(err, ErrQuarantined) || !strings.Contains(err.Error(), first) {
+				t.Fatalf("Receive err = %v; want ErrQuarantined naming %s", err, first)
+			}
+			if len(msgs) != 0 {
+				t.Fatalf("Receive = %v; want nothing more than the one it asked for", bodies(msgs))
+			}
+			if _, err := os.Lstat(filepath.Join(s.quarantine, first+msgSuffix)); err != nil {
+				t.Errorf("damaged file not in quarantine/: %v", err)
+			}
+			if _, err := os.Lstat(s.msgPath(first)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("damaged file still in queue/: %v", err)
+			}
+			// The rest run, and the damaged one is never met again.
+			msgs, err = s.Receive(ctx, 10, time.Hour)
+			if err != nil {
+				t.Fatalf("second Receive: %v", err)
+			}
+			if got := strings.Join(bodies(msgs), ","); got != "second,third" {
+				t.Errorf("second Receive = %s; want second,third", got)
+			}
+			if b, err := os.ReadFile(outside); tt.name == "symlink" && (err != nil || len(b) == 0) {
+				t.Errorf("the symlink's target was touched: %v", err)
+			}
+		})
+	}
+}
+
+func writeFile(t *testing.T, path string, b []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestQueueQuarantineMessage: a received message set aside by its worker
+// leaves queue/ for quarantine/ and is never delivered again; only its
+// latest delivery may do so.
+func TestQueueQuarantineMessage(t *testing.T) {
+	ctx := context.Background()
+	s := mustOpen(t, t.TempDir())
+	if err := s.Enqueue(ctx, []byte("not a continuation"), 0); err != nil {
+		t.Fatal(err)
+	}
+	m := receiveOne(t, s, 0, "not a continuation")
+	m2 := receiveOne(t, s, 0, "not a continuation")
+	if err := s.Quarantine(ctx, m); !errors.Is(err, core.ErrConflict) {
+		t.Errorf("Quarantine with an old receipt = %v; want ErrConflict", err)
+	}
+	if err := s.Quarantine(ctx, m2); err != nil {
+		t.Fatalf("Quarantine: %v", err)
+	}
+	if err := s.Quarantine(ctx, m2); !errors.Is(err, core.ErrNotFound) {
+		t.Errorf("second Quarantine = %v; want ErrNotFound", err)
+	}
+	receiveNone(t, s)
+	b, err := os.ReadFile(filepath.Join(s.quarantine, m.ID+msgSuffix))
+	if err != nil || !strings.HasSuffix(string(b), "not a continuation") {
+		t.Errorf("quarantine/%s = %q, %v; want the whole message", m.ID+msgSuffix, b, err)
+	}
+	if s2 := mustOpen(t, s.root); len(s2.msgs) != 0 {
+		t.Errorf("reopened queue holds %d messages; want none", len(s2.msgs))
 	}
 }

@@ -56,6 +56,9 @@ type Store struct {
 	qmu          sync.Mutex
 	msgs         map[string]*messageHeader
 	lastEnqueued int64
+	// quarantined reports the files loadQueue set aside, until a Receive
+	// returns them.
+	quarantined []error
 
 	// nmu serialises appends to topic files.
 	nmu sync.Mutex
@@ -70,7 +73,7 @@ type Store struct {
 // The HMAC key that signs blob URLs is read from dir/signing.key, or
 // created there (mode 0600) on first open, so URLs survive restarts.
 // Open loads the queue's index; queue files that cannot be decoded are
-// moved to dir/quarantine/ and left out.
+// moved to dir/quarantine/ and left out (the first Receive reports them).
 func Open(dir string) (*Store, error) {
 	if dir == "" {
 		return nil, errors.New("open file store: empty directory name")
@@ -271,23 +274,22 @@ func randomHex(n int) string {
 }
 
 // openObject opens the record file at path; a missing file, a directory or
-// a path through a file is core.ErrNotFound.
+// a path through a file is core.ErrNotFound. It never follows a symlink: a
+// symlink or any other file that is not a regular one is an error wrapping
+// core.ErrCorruptRecord (see openNoFollow).
 func openObject(path string) (*os.File, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+	f, err := openNoFollow(path)
+	switch {
+	case err == nil:
+		return f, nil
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		return nil, core.ErrNotFound
+	case errors.Is(err, errNotRegular):
+		if fi, lerr := os.Lstat(path); lerr == nil && fi.IsDir() {
 			return nil, core.ErrNotFound
 		}
-		return nil, err
 	}
-	if fi, err := f.Stat(); err != nil || fi.IsDir() {
-		f.Close()
-		if err != nil {
-			return nil, err
-		}
-		return nil, core.ErrNotFound
-	}
-	return f, nil
+	return nil, err
 }
 
 // readObjectHeader reads the header of the record at path.
