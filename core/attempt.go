@@ -53,6 +53,9 @@ const (
 	// ReasonCorruptRecord: an async request whose record cannot be
 	// decoded; it never completes: 500.
 	ReasonCorruptRecord
+	// ReasonCanceled: an async request its client cancelled (DELETE on
+	// its status URI): 409.
+	ReasonCanceled
 )
 
 // Code returns the contract's error code for r.
@@ -86,6 +89,8 @@ func (r Reason) Code() string {
 		return "Expired"
 	case ReasonCorruptRecord:
 		return "CorruptRecord"
+	case ReasonCanceled:
+		return "Canceled"
 	}
 	return "Internal"
 }
@@ -118,6 +123,8 @@ func (r Reason) Status(attempted bool) int {
 		return http.StatusUnprocessableEntity
 	case ReasonExpired:
 		return http.StatusGone
+	case ReasonCanceled:
+		return http.StatusConflict
 	}
 	return http.StatusInternalServerError
 }

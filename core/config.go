@@ -77,6 +77,10 @@ type Settings struct {
 	// once, in-process finishes after a 202 included; beyond it they wait
 	// on the queue.
 	MaxContinuations Count `default:"16"`
+	// AsyncInlineResultBytes is the largest finished async result the
+	// status URI answers itself; a larger successful one is answered 303
+	// to its signed data URL. At most MaxAsyncInlineResultBytes.
+	AsyncInlineResultBytes Count `default:"1048576"`
 
 	// FunctionTimeoutSecs is the execution limit to stay inside; zero
 	// means the host's own (none for the local host).
@@ -87,6 +91,10 @@ type Settings struct {
 	// ListenAddr is the local host's listen address.
 	ListenAddr string `default:"127.0.0.1:8080"`
 }
+
+// MaxAsyncInlineResultBytes bounds AsyncInlineResultBytes: 4 MiB, which
+// base64 turns into 5.6 MB, inside Lambda's 6 MB buffered answer.
+const MaxAsyncInlineResultBytes = 4 << 20
 
 // DefaultSettings returns the documented defaults of CONTRACT §2, read
 // from the `default` struct tags of Settings — the one source of defaults,
@@ -531,6 +539,10 @@ func (s *Settings) Validate(limit time.Duration, explicit func(name string) bool
 	if bool(s.AsyncModeEnabled) && s.AsyncTTLSecs.D() < s.AsyncTriggerTimeout.D() {
 		return &SettingError{Name: "AsyncTTLSecs", Value: strconv.FormatFloat(s.AsyncTTLSecs.D().Seconds(), 'f', -1, 64),
 			Want: "want at least AsyncTriggerTimeout, or nothing could ever go async"}
+	}
+	if s.AsyncInlineResultBytes > MaxAsyncInlineResultBytes {
+		return &SettingError{Name: "AsyncInlineResultBytes", Value: strconv.FormatInt(int64(s.AsyncInlineResultBytes), 10),
+			Want: fmt.Sprintf("want at most %d bytes, so that an inline result fits a Lambda buffered answer (6 MB) once base64-encoded", MaxAsyncInlineResultBytes)}
 	}
 	if !strings.HasPrefix(s.AsyncStore, "file:") && s.AsyncStore != "azure" && !strings.HasPrefix(s.AsyncStore, "s3://") {
 		return &SettingError{Name: "AsyncStore", Value: s.AsyncStore, Want: "want file:<dir>, azure or s3://<bucket>[/<prefix>]"}

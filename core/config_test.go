@@ -114,6 +114,8 @@ func TestValidate(t *testing.T) {
 		{"bad store", func(s *Settings) { s.AsyncStore = "redis://x" }, 0, none, "AsyncStore"},
 		{"file store without dir", func(s *Settings) { s.AsyncStore = "file:" }, 0, none, "AsyncStore"},
 		{"no hosts", func(s *Settings) { s.Hosts = nil }, 0, none, "Hosts"},
+		{"inline result at its bound", func(s *Settings) { s.AsyncInlineResultBytes = MaxAsyncInlineResultBytes }, 0, none, ""},
+		{"inline result beyond Lambda's answer", func(s *Settings) { s.AsyncInlineResultBytes = MaxAsyncInlineResultBytes + 1 }, 0, none, "AsyncInlineResultBytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -258,6 +260,7 @@ func TestDefaultSettings(t *testing.T) {
 		{"RetryBackoffMs", s.RetryBackoffMs.D(), 25 * time.Millisecond},
 		{"MaxRetryBodyBytes", s.MaxRetryBodyBytes, Count(10485760)},
 		{"MaxBufferedBytes", s.MaxBufferedBytes, Count(134217728)},
+		{"AsyncInlineResultBytes", s.AsyncInlineResultBytes, Count(1048576)},
 		{"ClientBodyTimeoutMs", s.ClientBodyTimeoutMs.D(), 30 * time.Second},
 		{"FunctionLimitMarginMs", s.FunctionLimitMarginMs.D(), time.Second},
 		{"AsyncTriggerTimeout", s.AsyncTriggerTimeout.D(), 10 * time.Second},
