@@ -46,11 +46,12 @@ type session struct {
 	owner    string
 	inflight bool            // Finish of an inflight claim, not a queue worker
 	work     context.Context // ends with ErrLeaseLost when the lease is lost
+	endOnce  sync.Once
+	endFn    func()
+
 	// cancelTried is set once the session set out to write the
 	// cancellation, so that a failure on the way hands on plainly.
 	cancelTried bool
-	endOnce  sync.Once
-	endFn    func()
 }
 
 // end stops renewing the lease and ends the work context.

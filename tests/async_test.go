@@ -67,6 +67,7 @@ type acceptedDoc struct {
 	ID            string `json:"id"`
 	Status        string `json:"status"`
 	StatusURI     string `json:"statusUri"`
+	OperationURI  string `json:"operationUri"`
 	DataBlobURI   string `json:"dataBlobUri"`
 	HeaderBlobURI string `json:"headerBlobUri"`
 }
@@ -98,17 +99,31 @@ func submitAsync(tb testing.TB, gwURL, path string, hdr map[string]string) (*htt
 	return resp, acc, took
 }
 
-// waitDone polls the status URI until it answers 303, checking the pending
-// answers on the way, and returns the 303's Location.
+// waitDone polls the status URI until it answers 303 (a result larger than
+// AsyncInlineResultBytes), checking the pending answers on the way, and
+// returns the 303's Location.
 func waitDone(tb testing.TB, statusURI string, within time.Duration) (string, []string) {
+	tb.Helper()
+	resp, body, states := waitResult(tb, statusURI, within)
+	if resp.StatusCode != http.StatusSeeOther {
+		tb.Fatalf("status URI answered %d %s once done; want 303", resp.StatusCode, body)
+	}
+	return resp.Header.Get("Location"), states
+}
+
+// waitResult polls the status URI until it stops answering 202, checking
+// the pending answers on the way (Retry-After, Location itself, x-Attempts),
+// and returns the final answer: the result itself, or a 303.
+func waitResult(tb testing.TB, statusURI string, within time.Duration) (*http.Response, []byte, []string) {
 	tb.Helper()
 	var states []string
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
 		resp, body, _ := Do(tb, "GET", statusURI, nil, "")
+		if resp.Header.Get("X-Attempts") == "" {
+			tb.Errorf("status URI answer %d without x-Attempts", resp.StatusCode)
+		}
 		switch resp.StatusCode {
-		case 303:
-			return resp.Header.Get("Location"), states
 		case 202:
 			var st struct {
 				ID     string `json:"id"`
@@ -120,16 +135,19 @@ func waitDone(tb testing.TB, statusURI string, within time.Duration) (string, []
 			if resp.Header.Get("Retry-After") == "" {
 				tb.Errorf("pending status without Retry-After")
 			}
+			if loc := resp.Header.Get("Location"); loc != statusURI {
+				tb.Errorf("pending status Location = %q; want itself, %q", loc, statusURI)
+			}
 			if len(states) == 0 || states[len(states)-1] != st.Status {
 				states = append(states, st.Status)
 			}
 		default:
-			tb.Fatalf("status URI answered %d: %s", resp.StatusCode, body)
+			return resp, body, states
 		}
 		time.Sleep(50 * time.Millisecond) // polling, as a client would
 	}
 	tb.Fatalf("not done within %v (states %v)", within, states)
-	return "", nil
+	return nil, nil, nil
 }
 
 type headerBlob struct {
@@ -180,11 +198,17 @@ func TestAsyncEmbedded(t *testing.T) {
 		t.Errorf("statusUri %q is not on the gateway %s", acc.StatusURI, gw.URL)
 	}
 
-	loc, states := waitDone(t, acc.StatusURI, 10*time.Second)
+	resp, data, states := waitResult(t, acc.StatusURI, 10*time.Second)
 	if len(states) == 0 {
 		t.Error("the status URI never reported a pending state")
 	}
-	resp, data, _ := Do(t, "GET", loc, nil, "")
+	// The status URI answers the result itself: the backend's status,
+	// headers and body.
+	if resp.StatusCode != 201 || string(data) != "report for /reports/q3: payload-123" ||
+		resp.Header.Get("X-Report") != "yes" || resp.Header.Get("Content-Type") != "text/plain" || resp.Header.Get("X-Attempts") != "1" {
+		t.Errorf("status URI once done = %d %v %q; want the backend's 201 with its headers and x-Attempts 1", resp.StatusCode, resp.Header, data)
+	}
+	resp, data, _ = Do(t, "GET", acc.DataBlobURI, nil, "")
 	if resp.StatusCode != 200 || string(data) != "report for /reports/q3: payload-123" {
 		t.Errorf("data blob = %d %q", resp.StatusCode, data)
 	}
@@ -314,7 +338,7 @@ func TestAsyncURLExpires(t *testing.T) {
 	env["AsyncTTLSecs"] = "2"
 	gw := StartGateway(t, env)
 	_, acc, _ := submitAsync(t, gw.URL, "/short", nil)
-	waitDone(t, acc.StatusURI, 5*time.Second)
+	waitResult(t, acc.StatusURI, 5*time.Second)
 	resp, data, _ := Do(t, "GET", acc.DataBlobURI, nil, "")
 	if resp.StatusCode != 200 || string(data) != "report for /short: payload-123" {
 		t.Fatalf("data URL before expiry = %d %q", resp.StatusCode, data)
@@ -414,7 +438,7 @@ func TestAsyncIdempotentSubmission(t *testing.T) {
 		t.Errorf("backend calls after the reused keys = %d; want still 1", got)
 	}
 
-	waitDone(t, first.StatusURI, 10*time.Second)
+	waitResult(t, first.StatusURI, 10*time.Second)
 	_, third, _ := submitAsync(t, gw.URL, "/job", key)
 	if third != first {
 		t.Errorf("resubmission once done = %+v; want %+v", third, first)
@@ -446,10 +470,9 @@ func TestAsyncSurvivesSIGKILL(t *testing.T) {
 
 	gw2 := StartGateway(t, env)
 	status := strings.Replace(acc.StatusURI, gw.URL, gw2.URL, 1)
-	loc, _ := waitDone(t, status, 30*time.Second)
-	resp, data, _ := Do(t, "GET", loc, nil, "")
-	if resp.StatusCode != 200 || string(data) != "report for /crash: payload-123" {
-		t.Errorf("data blob = %d %q", resp.StatusCode, data)
+	resp, data, _ := waitResult(t, status, 30*time.Second)
+	if resp.StatusCode != 201 || string(data) != "report for /crash: payload-123" {
+		t.Errorf("result = %d %q", resp.StatusCode, data)
 	}
 	if n := countFiles(t, dir, "headers.json"); n != 1 {
 		t.Errorf("header blobs = %d; want exactly 1", n)
@@ -471,19 +494,19 @@ func TestAsyncStatusExpires(t *testing.T) {
 	gw := StartGateway(t, env)
 	sent := time.Now()
 	_, acc, _ := submitAsync(t, gw.URL, "/short", nil)
-	waitDone(t, acc.StatusURI, 5*time.Second)
+	waitResult(t, acc.StatusURI, 5*time.Second)
 	deadline := sent.Add(7 * time.Second)
 	for {
 		resp, body, _ := Do(t, "GET", acc.StatusURI, nil, "")
-		if resp.StatusCode == 303 {
+		if resp.StatusCode == 201 {
 			if time.Now().After(deadline) {
-				t.Fatalf("still 303 %v after the submission; want 410 after 4 s", time.Since(sent))
+				t.Fatalf("still the result %v after the submission; want 410 after 4 s", time.Since(sent))
 			}
 			time.Sleep(50 * time.Millisecond) // polling, as a client would
 			continue
 		}
 		if at := time.Since(sent); resp.StatusCode != 410 || at < 4*time.Second {
-			t.Fatalf("status URI answered %d %s after %v; want 303 until 4 s after arrival, then 410", resp.StatusCode, body, at)
+			t.Fatalf("status URI answered %d %s after %v; want the result until 4 s after arrival, then 410", resp.StatusCode, body, at)
 		}
 		if d := decodeError(t, resp, body); d.Error.Code != "Expired" {
 			t.Errorf("code = %q; want Expired", d.Error.Code)
@@ -508,7 +531,7 @@ func TestAsyncCorruptRecord(t *testing.T) {
 	env := asyncEnv(be.URL, dir)
 	gw := StartGateway(t, env)
 	_, acc, _ := submitAsync(t, gw.URL, "/corrupt", nil)
-	waitDone(t, acc.StatusURI, 10*time.Second)
+	waitResult(t, acc.StatusURI, 10*time.Second)
 	gw.Kill()
 
 	// While no gateway runs: damage the record and queue a continuation
