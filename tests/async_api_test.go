@@ -17,6 +17,7 @@ import (
 // async first (the trigger is 300 ms):
 //
 //	/ok           201 text/plain "report for <path>: <body>", X-Report: yes
+//	/json         201 application/json jsonBody
 //	/fail         500 application/json {"error":"backend broke"}
 //	/large        200 application/octet-stream, largeSize bytes
 //	/large-fail   500 text/plain, largeSize bytes
@@ -32,6 +33,9 @@ type apiBackend struct {
 }
 
 const largeSize = 3000
+
+// jsonBody is what /json answers, with an escape that must stay as sent.
+const jsonBody = `{"report":"q3","rows":[1,2,3],"note":"exact bytes \u00e9"}`
 
 func largeBody() []byte { return bytes.Repeat([]byte("0123456789abcdef"), largeSize/16+1)[:largeSize] }
 
@@ -57,6 +61,10 @@ func newAPIBackend(tb testing.TB, delay time.Duration) *apiBackend {
 			w.Header().Set("X-Report", "yes")
 			w.WriteHeader(201)
 			fmt.Fprintf(w, "report for %s: %s", p, body)
+		case strings.HasSuffix(p, "/json"):
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(201)
+			w.Write([]byte(jsonBody))
 		case strings.HasSuffix(p, "/fail"):
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(500)
