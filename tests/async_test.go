@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -647,5 +648,118 @@ func TestAsyncBadSettingsStopStartup(t *testing.T) {
 				t.Errorf("output = %q; want it to say the ttlSecs rounds to zero", lines[0])
 			}
 		})
+	}
+}
+
+// TestAsyncSIGKILLCancelProperty: 30 requests with random backend times,
+// about half of them cancelled (DELETE on the status URI) at random points
+// before, across and after a SIGKILL at a random moment, the rest left
+// alone; a new process on the same store finishes them all. Whatever the
+// queue redelivers, every request has exactly one result: the backend's
+// answer, or, for a request whose DELETE was accepted while it was pending,
+// the cancellation (or the answer that won the race). The seed is logged.
+func TestAsyncSIGKILLCancelProperty(t *testing.T) {
+	const n = 30
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
+	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ms, _ := strconv.Atoi(r.URL.Query().Get("ms"))
+		body, _ := io.ReadAll(r.Body)
+		select {
+		case <-time.After(time.Duration(ms) * time.Millisecond):
+		case <-r.Context().Done():
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(201)
+		fmt.Fprintf(w, "report for %s: %s", r.URL.Path, body)
+	}))
+	t.Cleanup(be.Close)
+	dir := t.TempDir()
+	env := asyncEnv(be.URL, dir)
+	var (
+		mu   sync.Mutex
+		gwOK = sync.NewCond(&mu)
+		gw   = StartGateway(t, env)
+		up   = true
+	)
+	firstURL := gw.URL
+	base := func() string { // the running gateway's URL, waiting through its restart
+		mu.Lock()
+		defer mu.Unlock()
+		for !up {
+			gwOK.Wait()
+		}
+		return gw.URL
+	}
+	type request struct {
+		path     string
+		acc      acceptedDoc
+		cancelAt time.Duration // after the start; zero: never cancelled
+		deleted  int           // the DELETE's status: 202 pending, 200 finished
+	}
+	reqs := make([]*request, n)
+	for i := range reqs {
+		reqs[i] = &request{path: fmt.Sprintf("/prop/%d?ms=%d", i, 300+rng.IntN(2500))}
+		if rng.IntN(2) == 0 {
+			reqs[i].cancelAt = time.Duration(rng.IntN(4000)) * time.Millisecond
+		}
+	}
+	killAt := time.Duration(800+rng.IntN(1500)) * time.Millisecond
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i, r := range reqs {
+		wg.Go(func() {
+			_, r.acc, _ = submitAsync(t, base(), r.path, map[string]string{"Idempotency-Key": fmt.Sprintf("prop-%d", i)})
+		})
+	}
+	wg.Wait()
+	for _, r := range reqs {
+		if r.cancelAt == 0 {
+			continue
+		}
+		wg.Go(func() {
+			time.Sleep(time.Until(start.Add(r.cancelAt))) // the random point
+			u := base()
+			status := strings.Replace(r.acc.StatusURI, firstURL, u, 1)
+			resp, body, _ := Do(t, "DELETE", status, nil, "")
+			if resp.StatusCode != 202 && resp.StatusCode != 200 {
+				t.Errorf("DELETE %s = %d %s; want 202 or 200", r.path, resp.StatusCode, body)
+			}
+			r.deleted = resp.StatusCode
+		})
+	}
+	time.Sleep(time.Until(start.Add(killAt))) // the random kill
+	mu.Lock()
+	up = false
+	gw.Kill()
+	mu.Unlock()
+	gw2 := StartGateway(t, env)
+	mu.Lock()
+	gw, up = gw2, true
+	gwOK.Broadcast()
+	mu.Unlock()
+	wg.Wait()
+	t.Logf("killed %v after the start; %d requests", killAt, n)
+
+	for _, r := range reqs {
+		status := strings.Replace(r.acc.StatusURI, firstURL, gw2.URL, 1)
+		resp, body, _ := waitResult(t, status, 90*time.Second)
+		path, _, _ := strings.Cut(r.path, "?")
+		answered := resp.StatusCode == 201 && string(body) == "report for "+path+": payload-123"
+		cancelled := resp.StatusCode == 409 && strings.Contains(string(body), `"code":"Canceled"`)
+		switch {
+		case r.deleted == 202 && !answered && !cancelled:
+			t.Errorf("%s (DELETE accepted at %v): %d %s; want the cancellation or the answer", r.path, r.cancelAt, resp.StatusCode, body)
+		case r.deleted != 202 && !answered:
+			t.Errorf("%s (DELETE %d at %v): %d %s; want the backend's answer", r.path, r.deleted, r.cancelAt, resp.StatusCode, body)
+		}
+		if c := countFiles(t, filepath.Join(dir, "objects"), r.acc.ID+"/headers.json"); c != 1 {
+			t.Errorf("%s: %d header blobs; want exactly 1", r.path, c)
+		}
+	}
+	if c := countFiles(t, dir, "headers.json"); c != n {
+		t.Errorf("header blobs = %d; want %d", c, n)
 	}
 }
