@@ -61,6 +61,9 @@ func (v *StatusView) OperationError() (code, message string, ok bool) {
 	default:
 		return "", "", false
 	}
+	if v.State == StateCanceled {
+		return ReasonCanceled.Code(), "the request was cancelled by its client (DELETE on its status URI)", true
+	}
 	if v.ResultCode != "" {
 		return v.ResultCode, fmt.Sprintf("the gateway ended the request: %s (status %d); the status URI answers its error document",
 			v.ResultCode, v.ResultStatus), true
