@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -19,6 +20,7 @@ import (
 //	/ok           201 text/plain "report for <path>: <body>", X-Report: yes
 //	/json         201 application/json jsonBody
 //	/fail         500 application/json {"error":"backend broke"}
+//	/exact        200 application/octet-stream, inlineLimit bytes
 //	/large        200 application/octet-stream, largeSize bytes
 //	/large-fail   500 text/plain, largeSize bytes
 //	/drop         the connection closed without an answer
@@ -32,7 +34,11 @@ type apiBackend struct {
 	cancelledAt      atomic.Int64 // unix nanoseconds
 }
 
-const largeSize = 3000
+// largeSize is above apiEnv's AsyncInlineResultBytes, inlineLimit.
+const (
+	largeSize   = 3000
+	inlineLimit = 1000
+)
 
 // jsonBody is what /json answers, with an escape that must stay as sent.
 const jsonBody = `{"report":"q3","rows":[1,2,3],"note":"exact bytes \u00e9"}`
@@ -69,6 +75,9 @@ func newAPIBackend(tb testing.TB, delay time.Duration) *apiBackend {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(500)
 			w.Write([]byte(`{"error":"backend broke"}`))
+		case strings.HasSuffix(p, "/exact"):
+			w.Header().Set("Content-Type", "application/octet-stream")
+			w.Write(largeBody()[:inlineLimit])
 		case strings.HasSuffix(p, "/large"):
 			w.Header().Set("Content-Type", "application/octet-stream")
 			w.Write(largeBody())
@@ -90,7 +99,7 @@ func newAPIBackend(tb testing.TB, delay time.Duration) *apiBackend {
 // apiEnv is asyncEnv with AsyncInlineResultBytes below largeSize.
 func apiEnv(hosts, dir string) map[string]string {
 	env := asyncEnv(hosts, dir)
-	env["AsyncInlineResultBytes"] = "1000"
+	env["AsyncInlineResultBytes"] = strconv.Itoa(inlineLimit)
 	return env
 }
 
@@ -163,6 +172,7 @@ func TestAsyncStatusAnswersResult(t *testing.T) {
 		{"/r/large-fail", 500, "text/plain", largeBody(), "", "Failed", "BackendStatus"},
 		{"/r/drop", 502, "application/json", nil, "BackendUnavailable", "Failed", "BackendUnavailable"},
 		{"/r/large", 303, "", nil, "", "Succeeded", ""},
+		{"/r/exact", 200, "application/octet-stream", largeBody()[:inlineLimit], "", "Succeeded", ""},
 	}
 	for _, tt := range tests {
 		t.Run(strings.TrimPrefix(tt.path, "/r/"), func(t *testing.T) {

@@ -517,9 +517,13 @@ func TestAsyncStatusExpires(t *testing.T) {
 		}
 		break
 	}
-	// It stays gone.
+	// It stays gone, and so does its operation URI.
 	if resp, _, _ := Do(t, "GET", acc.StatusURI, nil, ""); resp.StatusCode != 410 {
 		t.Errorf("second poll = %d; want 410", resp.StatusCode)
+	}
+	resp, body, _ := Do(t, "GET", acc.OperationURI, nil, "")
+	if resp.StatusCode != 410 || decodeError(t, resp, body).Error.Code != "Expired" {
+		t.Errorf("operation URI after the read grace = %d %s; want 410 Expired", resp.StatusCode, body)
 	}
 }
 
