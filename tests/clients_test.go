@@ -195,6 +195,7 @@ func TestClientJavaScript(t *testing.T) {
 	for _, mode := range []string{"operation", "location"} {
 		for _, end := range clientEnds {
 			t.Run(mode+"/"+end.name, func(t *testing.T) {
+				t.Parallel() // the clients wait on Retry-After, not on the CPU
 				cmd := exec.Command(node, "testdata/jsclient.cjs", gw.URL+end.path, mode)
 				cmd.Env = append(baseEnv(), "NODE_PATH="+modules)
 				o := runClient(t, cmd, cancelAt(t, end.name))
@@ -215,6 +216,7 @@ func TestClientPython(t *testing.T) {
 		for _, mode := range []string{"operation", "location"} {
 			for _, end := range clientEnds {
 				t.Run(pipeline+"/"+mode+"/"+end.name, func(t *testing.T) {
+					t.Parallel() // the clients wait on Retry-After, not on the CPU
 					cmd := exec.Command(py, "testdata/pyclient.py", gw.URL+end.path, mode, pipeline)
 					cmd.Env = baseEnv()
 					o := runClient(t, cmd, cancelAt(t, end.name))
@@ -306,6 +308,7 @@ func TestClientAzcore(t *testing.T) {
 	for _, mode := range []string{"operation", "location"} {
 		for _, end := range clientEnds {
 			t.Run(mode+"/"+end.name, func(t *testing.T) {
+				t.Parallel() // the clients wait on Retry-After, not on the CPU
 				path := end.path
 				if end.name == endSuccess {
 					path = "/c/json" // azcore's result is a JSON value
@@ -379,6 +382,7 @@ func TestClientLogicApps(t *testing.T) {
 	gw, _ := clientGateway(t)
 	for _, end := range clientEnds {
 		t.Run(end.name, func(t *testing.T) {
+			t.Parallel() // the clients wait on Retry-After, not on the CPU
 			_, acc, _ := submitAsync(t, gw.URL, end.path, nil)
 			cancelAt(t, end.name)(acc.StatusURI)
 			checkOutcome(t, end.name, false, logicAppsFollow(t, acc.StatusURI))
