@@ -188,6 +188,22 @@ func TestLambdaAsyncS3SQS(t *testing.T) {
 	}
 	_, header1, _ := Do(t, "GET", acc.HeaderBlobURI, nil, "")
 
+	// The status monitor, invoked as Function URL events: Succeeded, with
+	// the status URI as its resource; a DELETE once finished changes
+	// nothing and answers the same document.
+	for _, method := range []string{"GET", "DELETE"} {
+		path := su.EscapedPath()
+		if method == "GET" {
+			path += "/operation"
+		}
+		oa, ob, _ := f.invokeHTTP(t, httpEvent(t, "lambda-urls-request.json", httpRequest{method: method, rawPath: path}))
+		var op operationDoc
+		if oa.StatusCode != http.StatusOK || json.Unmarshal(ob, &op) != nil || op.Status != "Succeeded" || op.ID != acc.ID ||
+			!strings.HasSuffix(op.ResourceLocation, su.EscapedPath()) || oa.Headers["X-Attempts"] == "" {
+			t.Errorf("%s %s: %d %v %s; want 200 Succeeded with resourceLocation the status URI", method, path, oa.StatusCode, oa.Headers, ob)
+		}
+	}
+
 	// 5. A duplicate delivery is acknowledged and changes nothing.
 	if failed := f.invokeSQS(t, sqsEvent(t, [2]string{msgID, msgBody})); len(failed) != 0 {
 		t.Errorf("duplicate delivery: batch item failures %v, want none", failed)
