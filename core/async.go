@@ -215,6 +215,9 @@ type Async struct {
 	npending []pendingNote
 	nrunning bool
 	nidle    chan struct{} // closed when the running sender stops
+
+	// cancels are the continuations running here, told of a Cancel.
+	cancels cancelListeners
 }
 
 // Accepted is what the 202 Accepted answer carries.
@@ -248,7 +251,9 @@ func (c *Claim) ID() string { return c.id }
 
 // Lost returns a channel closed when the lease was lost to a queue worker
 // (the submitting process stalled past it): the in-flight attempt may stop,
-// since Finish will return ErrLeaseLost.
+// since Finish will return ErrLeaseLost. It is closed too when a lease
+// renewal finds that the client asked to cancel (cause ErrCancelRequested):
+// the attempt should stop, and Finish writes the cancellation.
 func (c *Claim) Lost() <-chan struct{} { return c.lost.Done() }
 
 // StatusView is what Status reports on an async request.
@@ -268,6 +273,14 @@ type StatusView struct {
 	// RetryAfter is the suggested poll interval while pending; zero when
 	// done.
 	RetryAfter time.Duration
+	// ResultCode is the gateway's error code of a gateway-made result
+	// ("" for the backend's answer); Changed is when State last changed
+	// (the arrival if it never did); CancelRequested when the client asked
+	// to cancel (zero: never).
+	ResultCode               string
+	Changed, CancelRequested time.Time
+
+	container string // of the result blobs
 }
 
 func asyncRecordKey(id string) string { return asyncRecordsPrefix + id + ".json" }
@@ -706,8 +719,12 @@ func (a *Async) updateRecord(ctx context.Context, id string, fn func(*asyncRecor
 		if r.ID != id {
 			return nil, fmt.Errorf("%w: record of %s names %s", errBadRecord, id, r.ID)
 		}
+		before := r.State
 		if err := fn(r); err != nil {
 			return r, err
+		}
+		if r.State != before {
+			r.Changed = time.Now().UTC()
 		}
 		enc, err := r.Encode()
 		if err != nil {
@@ -852,13 +869,16 @@ func (a *Async) Status(ctx context.Context, id string) (*StatusView, error) {
 		return nil, &Error{Reason: ReasonExpired, Message: fmt.Sprintf("async request %s expired at %s (readable until %s)",
 			id, rec.Expiry.Format(time.RFC3339), end.Format(time.RFC3339))}
 	}
-	v := &StatusView{ID: id, State: rec.State, Arrival: rec.Arrival, Expiry: rec.Expiry,
-		Attempts: rec.Attempts, Checkpoints: rec.Checkpoints}
+	v := &StatusView{ID: id, State: rec.State, Arrival: rec.Arrival, Expiry: rec.Expiry, container: rec.Container,
+		Attempts: rec.Attempts, Checkpoints: rec.Checkpoints, Changed: rec.Changed, CancelRequested: rec.CancelRequested}
+	if v.Changed.IsZero() {
+		v.Changed = rec.Arrival
+	}
 	if !rec.State.Done() || rec.Result == nil {
 		v.RetryAfter = a.retryAfter()
 		return v, nil
 	}
-	v.ResultStatus, v.CompletedAt = rec.Result.Status, rec.Result.CompletedAt
+	v.ResultStatus, v.CompletedAt, v.ResultCode = rec.Result.Status, rec.Result.CompletedAt, rec.Result.Code
 	until := rec.Expiry
 	if least := now.Add(resultURLGrace); until.Before(least) {
 		until = least
@@ -880,6 +900,8 @@ func resultState(status int, gatewayCode string) State {
 	switch {
 	case gatewayCode == ReasonTTLExpired.Code():
 		return StateExpired
+	case gatewayCode == ReasonCanceled.Code():
+		return StateCanceled
 	case gatewayCode != "", status >= 500, status == http.StatusTooManyRequests:
 		return StateFailed
 	}

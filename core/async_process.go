@@ -48,6 +48,10 @@ type session struct {
 	work     context.Context // ends with ErrLeaseLost when the lease is lost
 	endOnce  sync.Once
 	endFn    func()
+
+	// cancelTried is set once the session set out to write the
+	// cancellation, so that a failure on the way hands on plainly.
+	cancelTried bool
 }
 
 // end stops renewing the lease and ends the work context.
@@ -75,7 +79,7 @@ func (a *Async) continueRequest(ctx context.Context, id string) error {
 		first = r.State == StateQueued && now.Before(r.Expiry)
 		seen = r.State != StateQueued || r.Claim != nil
 		r.Claim = &claimLease{Owner: owner, Until: until.UTC()}
-		if now.Before(r.Expiry) {
+		if now.Before(r.Expiry) && r.State != StateCancelling {
 			r.State = StateRunning
 		}
 		return nil
@@ -96,7 +100,8 @@ func (a *Async) continueRequest(ctx context.Context, id string) error {
 
 	work, cancel := context.WithCancelCause(ctx)
 	stop := a.keepLease(ctx, id, owner, a.leaseLen(), deadline, cancel)
-	s := &session{rec: rec, owner: owner, work: work, endFn: func() { stop(); cancel(context.Canceled) }}
+	unlisten := a.listenCancel(id, cancel)
+	s := &session{rec: rec, owner: owner, work: work, endFn: func() { unlisten(); stop(); cancel(context.Canceled) }}
 	defer s.end()
 	if first {
 		a.notify(ctx, rec.Topic, id, notifyProcessing)
@@ -111,6 +116,10 @@ func (a *Async) continueRequest(ctx context.Context, id string) error {
 		if done {
 			return nil
 		}
+	}
+	if rec.State == StateCancelling {
+		// Cancelled before this delivery: not sent (again), not resumed.
+		return a.commitCancel(ctx, s, rec.Attempts)
 	}
 	if !now.Before(rec.Expiry) {
 		e := &Error{Reason: ReasonTTLExpired, Message: "the request expired before any attempt started", Attempts: rec.Attempts}
@@ -209,13 +218,16 @@ func (a *Async) rebuild(ctx context.Context, rec *asyncRecord, limit time.Time) 
 // keepLease is the claim's heartbeat: it renews the lease of owner on
 // record id every third of a lease until stop is called, never past limit
 // (zero: no limit). If the lease turns out to be lost, it calls
-// lose(ErrLeaseLost) and stops. A renewal that fails otherwise is tried
-// again at the next beat, so two can fail before the lease lapses.
+// lose(ErrLeaseLost) and stops. If it finds the client asked to cancel, it
+// calls lose(ErrCancelRequested) once and goes on renewing: the holder
+// writes the cancellation. A renewal that fails otherwise is tried again
+// at the next beat, so two can fail before the lease lapses.
 func (a *Async) keepLease(ctx context.Context, id, owner string, lease time.Duration, limit time.Time, lose context.CancelCauseFunc) (stop func()) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		told := false // of a cancel request
 		t := time.NewTicker(max(lease/3, time.Millisecond))
 		defer t.Stop()
 		for {
@@ -228,7 +240,7 @@ func (a *Async) keepLease(ctx context.Context, id, owner string, lease time.Dura
 			if !limit.IsZero() && limit.Before(until) {
 				until = limit
 			}
-			_, err := a.updateRecord(ctx, id, func(r *asyncRecord) error {
+			rec, err := a.updateRecord(ctx, id, func(r *asyncRecord) error {
 				if r.State.Done() || r.Claim == nil || r.Claim.Owner != owner {
 					return ErrLeaseLost
 				}
@@ -238,6 +250,10 @@ func (a *Async) keepLease(ctx context.Context, id, owner string, lease time.Dura
 				r.Claim.Until = until.UTC()
 				return nil
 			})
+			if rec != nil && rec.State == StateCancelling && !told && !errors.Is(err, ErrLeaseLost) {
+				told = true
+				lose(ErrCancelRequested)
+			}
 			switch {
 			case errors.Is(err, ErrLeaseLost), errors.Is(err, ErrNotFound):
 				lose(ErrLeaseLost)
@@ -310,6 +326,9 @@ func (a *Async) settle(ctx context.Context, s *session, res *Result, ferr error)
 			return a.lostLease(ctx, s)
 		case e.Reason == ReasonFunctionLimit:
 			return a.handOn(ctx, s, all, true)
+		case e.Reason == ReasonClientGone && errors.Is(ferr, ErrCancelRequested):
+			// The client cancelled: handOn writes the cancellation.
+			return a.handOn(ctx, s, all, false)
 		case e.Reason == ReasonClientGone:
 			// The invocation's context ended: hand on, and have the
 			// queue deliver again.
@@ -351,6 +370,9 @@ func (a *Async) settle(ctx context.Context, s *session, res *Result, ferr error)
 			return a.commitError(ctx, s, &Error{Reason: ReasonAttemptTimeout,
 				Message:  fmt.Sprintf("the backend's response body (status %d) stalled longer than the idle limit", resp.StatusCode),
 				Attempts: all, Err: cut})
+		case a.cancelling(ctx, s.rec.ID):
+			// The cancel cut the body: handOn writes the cancellation.
+			return a.handOn(ctx, s, all, false)
 		}
 		return errors.Join(fmt.Errorf("continuation %s: write result body: %w", s.rec.ID, err), a.handOn(ctx, s, all, false))
 	}
@@ -466,7 +488,7 @@ func (a *Async) finalize(ctx context.Context, id string, status int, gatewayCode
 		if all != nil {
 			r.Attempts = all
 		}
-		r.Result = &recordResult{Status: status, CompletedAt: completed}
+		r.Result = &recordResult{Status: status, CompletedAt: completed, Code: trimCode(gatewayCode)}
 		return nil
 	})
 	if errors.Is(err, errNoop) {
@@ -485,9 +507,14 @@ func (a *Async) finalize(ctx context.Context, id string, status int, gatewayCode
 // for the queue to repeat. A queue worker's other hand-ons rely on its
 // delivery coming back.
 func (a *Async) handOn(ctx context.Context, s *session, all []Attempt, checkpoint bool) error {
-	s.end()
 	ctx, cancel := cleanupContext(ctx)
 	defer cancel()
+	if !s.cancelTried && a.cancelling(ctx, s.rec.ID) {
+		// A request whose client asked to cancel is not handed on, nor
+		// resumed from a checkpoint: the holder writes the cancellation.
+		return a.commitCancel(ctx, s, all)
+	}
+	s.end()
 	_, err := a.updateRecord(ctx, s.rec.ID, func(r *asyncRecord) error {
 		if r.State.Done() || r.Claim == nil || r.Claim.Owner != s.owner {
 			return ErrLeaseLost

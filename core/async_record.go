@@ -97,19 +97,24 @@ const (
 	StateFailed    State = "failed"
 	StateExpired   State = "expired"
 	StateAbandoned State = "abandoned"
+	// StateCancelling: the client asked to cancel (DELETE on the status
+	// URI); the cancellation, or a result that wins the race, is still to
+	// be written. StateCanceled: the cancellation was written.
+	StateCancelling State = "cancelling"
+	StateCanceled   State = "canceled"
 )
 
 // Done reports whether s is final: a result exists, or never will.
 func (s State) Done() bool {
 	switch s {
-	case StateSucceeded, StateFailed, StateExpired, StateAbandoned:
+	case StateSucceeded, StateFailed, StateExpired, StateAbandoned, StateCanceled:
 		return true
 	}
 	return false
 }
 
 func (s State) valid() bool {
-	return s == StateQueued || s == StateRunning || s.Done()
+	return s == StateQueued || s == StateRunning || s == StateCancelling || s.Done()
 }
 
 // claimLease is a claim on a record: its holder alone may run the request and
@@ -148,6 +153,9 @@ type recordResult struct {
 	// Status is the HTTP status in the header blob.
 	Status      int       `json:"status"`
 	CompletedAt time.Time `json:"completedAt"`
+	// Code is the gateway's error code (x-Gateway-Error) of a
+	// gateway-made result; "" for the backend's answer.
+	Code string `json:"code,omitempty"`
 }
 
 // asyncRecord is a continuation record, stored as JSON at
@@ -178,6 +186,10 @@ type asyncRecord struct {
 	Claim *claimLease `json:"claim,omitempty"`
 	// Result is set once the record is done with a result.
 	Result *recordResult `json:"result,omitempty"`
+	// Changed is when State last changed (zero: never since arrival);
+	// CancelRequested when the client asked to cancel (zero: never).
+	Changed         time.Time `json:"changed,omitzero"`
+	CancelRequested time.Time `json:"cancelRequested,omitzero"`
 }
 
 // Encode returns r's wire form. It fails only for a record decodeAsyncRecord
@@ -209,6 +221,7 @@ func decodeAsyncRecord(b []byte) (*asyncRecord, error) {
 	if r.Result != nil {
 		r.Result.CompletedAt = r.Result.CompletedAt.UTC()
 	}
+	r.Changed, r.CancelRequested = r.Changed.UTC(), r.CancelRequested.UTC()
 	if err := r.validate(); err != nil {
 		return nil, err
 	}
@@ -238,8 +251,13 @@ func (r *asyncRecord) validate() error {
 	if c := r.Claim; c != nil && (!validAsyncID(c.Owner) || !storableTime(c.Until)) {
 		return bad("malformed claim")
 	}
-	if res := r.Result; res != nil && (res.Status < 100 || res.Status > 999 || !storableTime(res.CompletedAt)) {
+	if res := r.Result; res != nil && (res.Status < 100 || res.Status > 999 || !storableTime(res.CompletedAt) || len(res.Code) > 64) {
 		return bad("malformed result")
+	}
+	for _, t := range []time.Time{r.Changed, r.CancelRequested} {
+		if !t.IsZero() && !storableTime(t) {
+			return bad("malformed time")
+		}
 	}
 	return nil
 }

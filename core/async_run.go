@@ -167,11 +167,13 @@ func (a *Async) finishInProcess(ctx context.Context, claim *Claim, work context.
 	defer cancel(context.Canceled)
 	stop := context.AfterFunc(work, func() { cancel(context.Cause(work)) })
 	defer stop()
+	defer a.listenCancel(claim.ID(), cancel)()
 	var f forwarded
 	select {
 	case f = <-done:
 	case <-claim.Lost():
-		cancel(ErrLeaseLost)
+		// ErrLeaseLost, or ErrCancelRequested seen at a lease renewal.
+		cancel(context.Cause(claim.lost))
 		f = <-done
 	}
 	if err := a.Finish(context.WithoutCancel(ctx), claim, f.res, f.err); err != nil && !errors.Is(err, ErrLeaseLost) {

@@ -56,6 +56,9 @@ const (
 	// ReasonInvalidBody: the request body is malformed (bad chunked
 	// framing): 400.
 	ReasonInvalidBody
+	// ReasonCanceled: an async request its client cancelled (DELETE on
+	// its status URI): 409.
+	ReasonCanceled
 )
 
 // Code returns the contract's error code for r.
@@ -91,6 +94,8 @@ func (r Reason) Code() string {
 		return "CorruptRecord"
 	case ReasonInvalidBody:
 		return "InvalidBody"
+	case ReasonCanceled:
+		return "Canceled"
 	}
 	return "Internal"
 }
@@ -123,6 +128,8 @@ func (r Reason) Status(attempted bool) int {
 		return http.StatusUnprocessableEntity
 	case ReasonExpired:
 		return http.StatusGone
+	case ReasonCanceled:
+		return http.StatusConflict
 	}
 	return http.StatusInternalServerError
 }

@@ -85,6 +85,10 @@ type Settings struct {
 	// (hashed, never stored in clear) scope an Idempotency-Key, with the
 	// profile and the caller identity the platform verified.
 	IdempotencyScopeHeaders HeaderNames `default:"Authorization"`
+	// AsyncInlineResultBytes is the largest finished async result the
+	// status URI answers itself; a larger successful one is answered 303
+	// to its signed data URL. At most MaxAsyncInlineResultBytes.
+	AsyncInlineResultBytes Count `default:"1048576"`
 
 	// FunctionTimeoutSecs is the execution limit to stay inside; zero
 	// means the host's own (none for the local host).
@@ -98,6 +102,10 @@ type Settings struct {
 	// none when unset (the adapters state the platform's own front end).
 	TrustedProxies TrustedProxies
 }
+
+// MaxAsyncInlineResultBytes bounds AsyncInlineResultBytes: 4 MiB, which
+// base64 turns into 5.6 MB, inside Lambda's 6 MB buffered answer.
+const MaxAsyncInlineResultBytes = 4 << 20
 
 // DefaultSettings returns the documented defaults of CONTRACT §2, read
 // from the `default` struct tags of Settings — the one source of defaults,
@@ -553,6 +561,10 @@ func (s *Settings) Validate(limit time.Duration, explicit func(name string) bool
 	if s.MaxContinuationsPerProfile > s.MaxContinuations && s.MaxContinuations > 0 {
 		return &SettingError{Name: "MaxContinuationsPerProfile", Value: strconv.FormatInt(int64(s.MaxContinuationsPerProfile), 10),
 			Want: fmt.Sprintf("want at most MaxContinuations (%d)", s.MaxContinuations)}
+	}
+	if s.AsyncInlineResultBytes > MaxAsyncInlineResultBytes {
+		return &SettingError{Name: "AsyncInlineResultBytes", Value: strconv.FormatInt(int64(s.AsyncInlineResultBytes), 10),
+			Want: fmt.Sprintf("want at most %d bytes, so that an inline result fits a Lambda buffered answer (6 MB) once base64-encoded", MaxAsyncInlineResultBytes)}
 	}
 	if !strings.HasPrefix(s.AsyncStore, "file:") && s.AsyncStore != "azure" && !strings.HasPrefix(s.AsyncStore, "s3://") {
 		return &SettingError{Name: "AsyncStore", Value: s.AsyncStore, Want: "want file:<dir>, azure or s3://<bucket>[/<prefix>]"}

@@ -131,6 +131,8 @@ func TestValidate(t *testing.T) {
 			s.MaxContinuations = 4
 			s.MaxContinuationsPerProfile = 5
 		}, 0, none, "MaxContinuationsPerProfile"},
+		{"inline result at its bound", func(s *Settings) { s.AsyncInlineResultBytes = MaxAsyncInlineResultBytes }, 0, none, ""},
+		{"inline result beyond Lambda's answer", func(s *Settings) { s.AsyncInlineResultBytes = MaxAsyncInlineResultBytes + 1 }, 0, none, "AsyncInlineResultBytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -282,6 +284,7 @@ func TestDefaultSettings(t *testing.T) {
 		{"RetryBackoffMs", s.RetryBackoffMs.D(), 25 * time.Millisecond},
 		{"MaxRetryBodyBytes", s.MaxRetryBodyBytes, Count(10485760)},
 		{"MaxBufferedBytes", s.MaxBufferedBytes, Count(134217728)},
+		{"AsyncInlineResultBytes", s.AsyncInlineResultBytes, Count(1048576)},
 		{"ClientBodyTimeoutMs", s.ClientBodyTimeoutMs.D(), 30 * time.Second},
 		{"FunctionLimitMarginMs", s.FunctionLimitMarginMs.D(), time.Second},
 		{"AsyncTriggerTimeout", s.AsyncTriggerTimeout.D(), 10 * time.Second},

@@ -141,12 +141,11 @@ func TestAsyncResumesWithinLease(t *testing.T) {
 	restart := time.Now()
 	gw2 := StartGateway(t, env)
 	status := strings.Replace(acc.StatusURI, gw.URL, gw2.URL, 1)
-	loc, _ := waitDone(t, status, 30*time.Second)
+	resp, data, _ := waitResult(t, status, 30*time.Second)
 	took := time.Since(restart)
-	t.Logf("303 %v after the restart", took)
-	resp, data, _ := Do(t, "GET", loc, nil, "")
-	if resp.StatusCode != 200 || string(data) != "report for /crash: payload-123" {
-		t.Errorf("data blob = %d %q", resp.StatusCode, data)
+	t.Logf("result %v after the restart", took)
+	if resp.StatusCode != 201 || string(data) != "report for /crash: payload-123" {
+		t.Errorf("result = %d %q", resp.StatusCode, data)
 	}
 	if n := countFiles(t, dir, "headers.json"); n != 1 {
 		t.Errorf("header blobs = %d; want exactly 1", n)
@@ -239,8 +238,8 @@ func TestAsyncSIGTERMDrains(t *testing.T) {
 		}
 		restart := time.Now()
 		gw2 := StartGateway(t, env)
-		waitDone(t, strings.Replace(acc.StatusURI, gw.URL, gw2.URL, 1), 5*time.Second)
-		t.Logf("303 %v after the restart", time.Since(restart))
+		waitResult(t, strings.Replace(acc.StatusURI, gw.URL, gw2.URL, 1), 5*time.Second)
+		t.Logf("result %v after the restart", time.Since(restart))
 		if be.calls.Load() != 2 {
 			t.Errorf("backend calls = %d; want 2", be.calls.Load())
 		}

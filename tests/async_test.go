@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -67,6 +68,7 @@ type acceptedDoc struct {
 	ID            string `json:"id"`
 	Status        string `json:"status"`
 	StatusURI     string `json:"statusUri"`
+	OperationURI  string `json:"operationUri"`
 	DataBlobURI   string `json:"dataBlobUri"`
 	HeaderBlobURI string `json:"headerBlobUri"`
 }
@@ -98,17 +100,31 @@ func submitAsync(tb testing.TB, gwURL, path string, hdr map[string]string) (*htt
 	return resp, acc, took
 }
 
-// waitDone polls the status URI until it answers 303, checking the pending
-// answers on the way, and returns the 303's Location.
+// waitDone polls the status URI until it answers 303 (a result larger than
+// AsyncInlineResultBytes), checking the pending answers on the way, and
+// returns the 303's Location.
 func waitDone(tb testing.TB, statusURI string, within time.Duration) (string, []string) {
+	tb.Helper()
+	resp, body, states := waitResult(tb, statusURI, within)
+	if resp.StatusCode != http.StatusSeeOther {
+		tb.Fatalf("status URI answered %d %s once done; want 303", resp.StatusCode, body)
+	}
+	return resp.Header.Get("Location"), states
+}
+
+// waitResult polls the status URI until it stops answering 202, checking
+// the pending answers on the way (Retry-After, Location itself, x-Attempts),
+// and returns the final answer: the result itself, or a 303.
+func waitResult(tb testing.TB, statusURI string, within time.Duration) (*http.Response, []byte, []string) {
 	tb.Helper()
 	var states []string
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
 		resp, body, _ := Do(tb, "GET", statusURI, nil, "")
+		if resp.Header.Get("X-Attempts") == "" {
+			tb.Errorf("status URI answer %d without x-Attempts", resp.StatusCode)
+		}
 		switch resp.StatusCode {
-		case 303:
-			return resp.Header.Get("Location"), states
 		case 202:
 			var st struct {
 				ID     string `json:"id"`
@@ -120,16 +136,19 @@ func waitDone(tb testing.TB, statusURI string, within time.Duration) (string, []
 			if resp.Header.Get("Retry-After") == "" {
 				tb.Errorf("pending status without Retry-After")
 			}
+			if loc := resp.Header.Get("Location"); loc != statusURI {
+				tb.Errorf("pending status Location = %q; want itself, %q", loc, statusURI)
+			}
 			if len(states) == 0 || states[len(states)-1] != st.Status {
 				states = append(states, st.Status)
 			}
 		default:
-			tb.Fatalf("status URI answered %d: %s", resp.StatusCode, body)
+			return resp, body, states
 		}
 		time.Sleep(50 * time.Millisecond) // polling, as a client would
 	}
 	tb.Fatalf("not done within %v (states %v)", within, states)
-	return "", nil
+	return nil, nil, nil
 }
 
 type headerBlob struct {
@@ -180,11 +199,17 @@ func TestAsyncEmbedded(t *testing.T) {
 		t.Errorf("statusUri %q is not on the gateway %s", acc.StatusURI, gw.URL)
 	}
 
-	loc, states := waitDone(t, acc.StatusURI, 10*time.Second)
+	resp, data, states := waitResult(t, acc.StatusURI, 10*time.Second)
 	if len(states) == 0 {
 		t.Error("the status URI never reported a pending state")
 	}
-	resp, data, _ := Do(t, "GET", loc, nil, "")
+	// The status URI answers the result itself: the backend's status,
+	// headers and body.
+	if resp.StatusCode != 201 || string(data) != "report for /reports/q3: payload-123" ||
+		resp.Header.Get("X-Report") != "yes" || resp.Header.Get("Content-Type") != "text/plain" || resp.Header.Get("X-Attempts") != "1" {
+		t.Errorf("status URI once done = %d %v %q; want the backend's 201 with its headers and x-Attempts 1", resp.StatusCode, resp.Header, data)
+	}
+	resp, data, _ = Do(t, "GET", acc.DataBlobURI, nil, "")
 	if resp.StatusCode != 200 || string(data) != "report for /reports/q3: payload-123" {
 		t.Errorf("data blob = %d %q", resp.StatusCode, data)
 	}
@@ -314,7 +339,7 @@ func TestAsyncURLExpires(t *testing.T) {
 	env["AsyncTTLSecs"] = "2"
 	gw := StartGateway(t, env)
 	_, acc, _ := submitAsync(t, gw.URL, "/short", nil)
-	waitDone(t, acc.StatusURI, 5*time.Second)
+	waitResult(t, acc.StatusURI, 5*time.Second)
 	resp, data, _ := Do(t, "GET", acc.DataBlobURI, nil, "")
 	if resp.StatusCode != 200 || string(data) != "report for /short: payload-123" {
 		t.Fatalf("data URL before expiry = %d %q", resp.StatusCode, data)
@@ -414,7 +439,7 @@ func TestAsyncIdempotentSubmission(t *testing.T) {
 		t.Errorf("backend calls after the reused keys = %d; want still 1", got)
 	}
 
-	waitDone(t, first.StatusURI, 10*time.Second)
+	waitResult(t, first.StatusURI, 10*time.Second)
 	_, third, _ := submitAsync(t, gw.URL, "/job", key)
 	if third != first {
 		t.Errorf("resubmission once done = %+v; want %+v", third, first)
@@ -446,10 +471,9 @@ func TestAsyncSurvivesSIGKILL(t *testing.T) {
 
 	gw2 := StartGateway(t, env)
 	status := strings.Replace(acc.StatusURI, gw.URL, gw2.URL, 1)
-	loc, _ := waitDone(t, status, 30*time.Second)
-	resp, data, _ := Do(t, "GET", loc, nil, "")
-	if resp.StatusCode != 200 || string(data) != "report for /crash: payload-123" {
-		t.Errorf("data blob = %d %q", resp.StatusCode, data)
+	resp, data, _ := waitResult(t, status, 30*time.Second)
+	if resp.StatusCode != 201 || string(data) != "report for /crash: payload-123" {
+		t.Errorf("result = %d %q", resp.StatusCode, data)
 	}
 	if n := countFiles(t, dir, "headers.json"); n != 1 {
 		t.Errorf("header blobs = %d; want exactly 1", n)
@@ -471,19 +495,19 @@ func TestAsyncStatusExpires(t *testing.T) {
 	gw := StartGateway(t, env)
 	sent := time.Now()
 	_, acc, _ := submitAsync(t, gw.URL, "/short", nil)
-	waitDone(t, acc.StatusURI, 5*time.Second)
+	waitResult(t, acc.StatusURI, 5*time.Second)
 	deadline := sent.Add(7 * time.Second)
 	for {
 		resp, body, _ := Do(t, "GET", acc.StatusURI, nil, "")
-		if resp.StatusCode == 303 {
+		if resp.StatusCode == 201 {
 			if time.Now().After(deadline) {
-				t.Fatalf("still 303 %v after the submission; want 410 after 4 s", time.Since(sent))
+				t.Fatalf("still the result %v after the submission; want 410 after 4 s", time.Since(sent))
 			}
 			time.Sleep(50 * time.Millisecond) // polling, as a client would
 			continue
 		}
 		if at := time.Since(sent); resp.StatusCode != 410 || at < 4*time.Second {
-			t.Fatalf("status URI answered %d %s after %v; want 303 until 4 s after arrival, then 410", resp.StatusCode, body, at)
+			t.Fatalf("status URI answered %d %s after %v; want the result until 4 s after arrival, then 410", resp.StatusCode, body, at)
 		}
 		if d := decodeError(t, resp, body); d.Error.Code != "Expired" {
 			t.Errorf("code = %q; want Expired", d.Error.Code)
@@ -493,9 +517,13 @@ func TestAsyncStatusExpires(t *testing.T) {
 		}
 		break
 	}
-	// It stays gone.
+	// It stays gone, and so does its operation URI.
 	if resp, _, _ := Do(t, "GET", acc.StatusURI, nil, ""); resp.StatusCode != 410 {
 		t.Errorf("second poll = %d; want 410", resp.StatusCode)
+	}
+	resp, body, _ := Do(t, "GET", acc.OperationURI, nil, "")
+	if resp.StatusCode != 410 || decodeError(t, resp, body).Error.Code != "Expired" {
+		t.Errorf("operation URI after the read grace = %d %s; want 410 Expired", resp.StatusCode, body)
 	}
 }
 
@@ -508,7 +536,7 @@ func TestAsyncCorruptRecord(t *testing.T) {
 	env := asyncEnv(be.URL, dir)
 	gw := StartGateway(t, env)
 	_, acc, _ := submitAsync(t, gw.URL, "/corrupt", nil)
-	waitDone(t, acc.StatusURI, 10*time.Second)
+	waitResult(t, acc.StatusURI, 10*time.Second)
 	gw.Kill()
 
 	// While no gateway runs: damage the record and queue a continuation
@@ -624,5 +652,118 @@ func TestAsyncBadSettingsStopStartup(t *testing.T) {
 				t.Errorf("output = %q; want it to say the ttlSecs rounds to zero", lines[0])
 			}
 		})
+	}
+}
+
+// TestAsyncSIGKILLCancelProperty: 30 requests with random backend times,
+// about half of them cancelled (DELETE on the status URI) at random points
+// before, across and after a SIGKILL at a random moment, the rest left
+// alone; a new process on the same store finishes them all. Whatever the
+// queue redelivers, every request has exactly one result: the backend's
+// answer, or, for a request whose DELETE was accepted while it was pending,
+// the cancellation (or the answer that won the race). The seed is logged.
+func TestAsyncSIGKILLCancelProperty(t *testing.T) {
+	const n = 30
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
+	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ms, _ := strconv.Atoi(r.URL.Query().Get("ms"))
+		body, _ := io.ReadAll(r.Body)
+		select {
+		case <-time.After(time.Duration(ms) * time.Millisecond):
+		case <-r.Context().Done():
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(201)
+		fmt.Fprintf(w, "report for %s: %s", r.URL.Path, body)
+	}))
+	t.Cleanup(be.Close)
+	dir := t.TempDir()
+	env := asyncEnv(be.URL, dir)
+	var (
+		mu   sync.Mutex
+		gwOK = sync.NewCond(&mu)
+		gw   = StartGateway(t, env)
+		up   = true
+	)
+	firstURL := gw.URL
+	base := func() string { // the running gateway's URL, waiting through its restart
+		mu.Lock()
+		defer mu.Unlock()
+		for !up {
+			gwOK.Wait()
+		}
+		return gw.URL
+	}
+	type request struct {
+		path     string
+		acc      acceptedDoc
+		cancelAt time.Duration // after the start; zero: never cancelled
+		deleted  int           // the DELETE's status: 202 pending, 200 finished
+	}
+	reqs := make([]*request, n)
+	for i := range reqs {
+		reqs[i] = &request{path: fmt.Sprintf("/prop/%d?ms=%d", i, 300+rng.IntN(2500))}
+		if rng.IntN(2) == 0 {
+			reqs[i].cancelAt = time.Duration(rng.IntN(4000)) * time.Millisecond
+		}
+	}
+	killAt := time.Duration(800+rng.IntN(1500)) * time.Millisecond
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i, r := range reqs {
+		wg.Go(func() {
+			_, r.acc, _ = submitAsync(t, base(), r.path, map[string]string{"Idempotency-Key": fmt.Sprintf("prop-%d", i)})
+		})
+	}
+	wg.Wait()
+	for _, r := range reqs {
+		if r.cancelAt == 0 {
+			continue
+		}
+		wg.Go(func() {
+			time.Sleep(time.Until(start.Add(r.cancelAt))) // the random point
+			u := base()
+			status := strings.Replace(r.acc.StatusURI, firstURL, u, 1)
+			resp, body, _ := Do(t, "DELETE", status, nil, "")
+			if resp.StatusCode != 202 && resp.StatusCode != 200 {
+				t.Errorf("DELETE %s = %d %s; want 202 or 200", r.path, resp.StatusCode, body)
+			}
+			r.deleted = resp.StatusCode
+		})
+	}
+	time.Sleep(time.Until(start.Add(killAt))) // the random kill
+	mu.Lock()
+	up = false
+	gw.Kill()
+	mu.Unlock()
+	gw2 := StartGateway(t, env)
+	mu.Lock()
+	gw, up = gw2, true
+	gwOK.Broadcast()
+	mu.Unlock()
+	wg.Wait()
+	t.Logf("killed %v after the start; %d requests", killAt, n)
+
+	for _, r := range reqs {
+		status := strings.Replace(r.acc.StatusURI, firstURL, gw2.URL, 1)
+		resp, body, _ := waitResult(t, status, 90*time.Second)
+		path, _, _ := strings.Cut(r.path, "?")
+		answered := resp.StatusCode == 201 && string(body) == "report for "+path+": payload-123"
+		cancelled := resp.StatusCode == 409 && strings.Contains(string(body), `"code":"Canceled"`)
+		switch {
+		case r.deleted == 202 && !answered && !cancelled:
+			t.Errorf("%s (DELETE accepted at %v): %d %s; want the cancellation or the answer", r.path, r.cancelAt, resp.StatusCode, body)
+		case r.deleted != 202 && !answered:
+			t.Errorf("%s (DELETE %d at %v): %d %s; want the backend's answer", r.path, r.deleted, r.cancelAt, resp.StatusCode, body)
+		}
+		if c := countFiles(t, filepath.Join(dir, "objects"), r.acc.ID+"/headers.json"); c != 1 {
+			t.Errorf("%s: %d header blobs; want exactly 1", r.path, c)
+		}
+	}
+	if c := countFiles(t, dir, "headers.json"); c != n {
+		t.Errorf("header blobs = %d; want %d", c, n)
 	}
 }

@@ -23,6 +23,8 @@ func azureEnv(hosts, conn string) map[string]string {
 		"AsyncStore":          "azure",
 		"AsyncQueue":          "e2e-continuations",
 		"AzureWebJobsStorage": conn,
+		// Results are answered 303 to their SAS URL.
+		"AsyncInlineResultBytes": "1",
 	}
 }
 

@@ -286,6 +286,7 @@ func TestAzureFunctionsAsync(t *testing.T) {
 		"AsyncTimeout":                           "60000",
 		"AzureWebJobsStorage":                    az.ConnectionString(),
 		"AzureFunctionsJobHost__functionTimeout": "00:00:03",
+		"AsyncInlineResultBytes":                 "1", // answered 303 to its SAS URL
 	})
 
 	resp, body, took := Forward(t, g, "POST", "/reports/az",

@@ -247,6 +247,7 @@ func TestPublicBaseURL(t *testing.T) {
 			env := asyncEnv(backend.URL, t.TempDir())
 			if tt.public != "" {
 				env["PublicBaseURL"] = tt.public
+				env["AsyncInlineResultBytes"] = "1" // answered 303 to its signed URL
 			}
 			gw := StartGateway(t, env)
 			req, _ := http.NewRequestWithContext(context.Background(), "POST", gw.URL+"/reports", strings.NewReader("payload-pub"))

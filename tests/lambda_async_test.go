@@ -188,6 +188,22 @@ func TestLambdaAsyncS3SQS(t *testing.T) {
 	}
 	_, header1, _ := Do(t, "GET", acc.HeaderBlobURI, nil, "")
 
+	// The status monitor, invoked as Function URL events: Succeeded, with
+	// the status URI as its resource; a DELETE once finished changes
+	// nothing and answers the same document.
+	for _, method := range []string{"GET", "DELETE"} {
+		path := su.EscapedPath()
+		if method == "GET" {
+			path += "/operation"
+		}
+		oa, ob, _ := f.invokeHTTP(t, httpEvent(t, "lambda-urls-request.json", httpRequest{method: method, rawPath: path}))
+		var op operationDoc
+		if oa.StatusCode != http.StatusOK || json.Unmarshal(ob, &op) != nil || op.Status != "Succeeded" || op.ID != acc.ID ||
+			!strings.HasSuffix(op.ResourceLocation, su.EscapedPath()) || oa.Headers["X-Attempts"] == "" {
+			t.Errorf("%s %s: %d %v %s; want 200 Succeeded with resourceLocation the status URI", method, path, oa.StatusCode, oa.Headers, ob)
+		}
+	}
+
 	// 5. A duplicate delivery is acknowledged and changes nothing.
 	if failed := f.invokeSQS(t, sqsEvent(t, [2]string{msgID, msgBody})); len(failed) != 0 {
 		t.Errorf("duplicate delivery: batch item failures %v, want none", failed)
@@ -211,7 +227,54 @@ func TestLambdaAsyncS3SQS(t *testing.T) {
 		t.Errorf("batch item failures %v, want [m-bad]", failed)
 	}
 
-	// 7. With a 3 s function timeout and a hanging backend, the execution
+	// 7. Cancelled while its continuation waits on SQS: nobody holds the
+	// request, so the DELETE's own invocation writes the cancellation; the
+	// status URI answers 409 Canceled, and the message, delivered later,
+	// reaches no backend and changes nothing.
+	t.Run("cancelled while queued", func(t *testing.T) {
+		a, body, _ := f.invokeHTTP(t, httpEvent(t, "lambda-urls-request.json", httpRequest{
+			method: "POST", rawPath: "/reports/cancelled",
+			headers: map[string]string{"s7pasyncmode": "true", "x-userprofile": "u1"},
+			body:    []byte("payload-123"),
+		}))
+		var acc acceptedDoc
+		if a.StatusCode != http.StatusAccepted || json.Unmarshal(body, &acc) != nil {
+			t.Fatalf("status %d, want 202: %s", a.StatusCode, body)
+		}
+		calls := be.calls.Load()
+		su, _ := url.Parse(acc.StatusURI)
+		invoke := func(method, path string) (httpAnswer, []byte) {
+			a, b, _ := f.invokeHTTP(t, httpEvent(t, "lambda-urls-request.json", httpRequest{method: method, rawPath: path}))
+			return a, b
+		}
+		da, db := invoke("DELETE", su.EscapedPath())
+		var op operationDoc
+		if da.StatusCode != http.StatusAccepted || json.Unmarshal(db, &op) != nil || op.Status != "Canceled" {
+			t.Errorf("DELETE: %d %s; want 202 with the document, Canceled (nobody held the request)", da.StatusCode, db)
+		}
+		sa, sb := invoke("GET", su.EscapedPath())
+		if sa.StatusCode != http.StatusConflict || sa.Headers["X-Gateway-Error"] != "Canceled" {
+			t.Errorf("status URI: %d %v %s; want 409 Canceled", sa.StatusCode, sa.Headers, sb)
+		}
+		id, msg, receipt := receiveContinuation(t, sq, queueURL)
+		if !strings.Contains(msg, acc.ID) {
+			t.Fatalf("continuation %q is not for %s", msg, acc.ID)
+		}
+		if failed := f.invokeSQS(t, sqsEvent(t, [2]string{id, msg})); len(failed) != 0 {
+			t.Errorf("batch item failures %v, want none", failed)
+		}
+		if _, err := sq.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &queueURL, ReceiptHandle: &receipt}); err != nil {
+			t.Fatal(err)
+		}
+		if got := be.calls.Load(); got != calls {
+			t.Errorf("backend calls %d after the delivery, want %d: a cancelled request is not sent", got, calls)
+		}
+		if sa2, sb2 := invoke("GET", su.EscapedPath()); sa2.StatusCode != sa.StatusCode || !bytes.Equal(sb, sb2) {
+			t.Errorf("the result changed after the delivery: %d %s", sa2.StatusCode, sb2)
+		}
+	})
+
+	// 8. With a 3 s function timeout and a hanging backend, the execution
 	// limit (minus the 1 s margin) hands the request off: 202 before the
 	// timeout, never "Task timed out".
 	t.Run("function limit hands off", func(t *testing.T) {

@@ -34,6 +34,8 @@ func s3sqsEnv(hosts string, v *emulators.Versitygw, f *emulators.Fauxqs) map[str
 		"AWS_ACCESS_KEY_ID":         emulators.VersitygwAccessKey,
 		"AWS_SECRET_ACCESS_KEY":     emulators.VersitygwSecretKey,
 		"AWS_EC2_METADATA_DISABLED": "true",
+		// Results are answered 303 to their presigned URL.
+		"AsyncInlineResultBytes": "1",
 	}
 }
 

@@ -64,17 +64,19 @@ func (h *Handler) proxyAsync(w http.ResponseWriter, r *http.Request, req *core.R
 // accepted writes the 202 of CONTRACT §6.
 func (h *Handler) accepted(w http.ResponseWriter, r *http.Request, acc *core.Accepted, lg *requestLog) {
 	status := h.absolute(r, acc.StatusURI)
+	operation := h.absolute(r, core.AsyncOperationPath(acc.ID))
 	data := h.absolute(r, acc.DataURI)
 	headers := h.absolute(r, acc.HeaderURI)
 	hdr := w.Header()
 	hdr.Set("Location", status)
+	hdr.Set("Operation-Location", operation)
 	hdr.Set("Retry-After", strconv.Itoa(retryAfterSecs(acc.RetryAfter)))
 	hdr.Set("X-Data-Blob-Uri", data)
 	hdr.Set("X-Header-Blob-Uri", headers)
 	hdr.Set("X-Attempts", "0")
 	lg.status = http.StatusAccepted
 	writeJSON(w, http.StatusAccepted, map[string]string{
-		"id": acc.ID, "status": "Accepted", "statusUri": status, "dataBlobUri": data, "headerBlobUri": headers,
+		"id": acc.ID, "status": "Accepted", "statusUri": status, "operationUri": operation, "dataBlobUri": data, "headerBlobUri": headers,
 	})
 }
 
@@ -83,36 +85,37 @@ func retryAfterSecs(d time.Duration) int {
 	return max(s, 1)
 }
 
-// serveStatus answers a status URI (CONTRACT §6): 202 with the state and
-// Retry-After while pending (generic long-running-operation pollers keep
-// polling on 202), 303 to a freshly signed data URL when done, 404 for an
-// unknown id, 410 Expired once the request's expiry and read grace have
-// passed, 500 CorruptRecord for a record that cannot be decoded.
+// serveStatus answers a status URI (CONTRACT §6): 202 with the state,
+// Retry-After and Location (itself) while pending (generic
+// long-running-operation pollers keep polling on 202); once done, the
+// result itself (serveResult); 404 for an unknown id, 410 Expired once the
+// request's expiry and read grace have passed, 500 CorruptRecord for a
+// record that cannot be decoded. DELETE cancels (serveCancel); the
+// operation URI below it is served by serveOperation.
 func (h *Handler) serveStatus(w http.ResponseWriter, r *http.Request, id string) {
+	if opID, ok := strings.CutSuffix(id, core.AsyncOperationSuffix); ok {
+		h.serveOperation(w, r, opID)
+		return
+	}
+	if r.Method == http.MethodDelete {
+		h.serveCancel(w, r, id)
+		return
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		writeError(w, http.StatusMethodNotAllowed, "MethodNotAllowed", "status URIs answer GET", 0)
+		w.Header().Set("Allow", "GET, HEAD, DELETE")
+		writeError(w, http.StatusMethodNotAllowed, "MethodNotAllowed", "status URIs answer GET, HEAD and DELETE", 0)
 		return
 	}
 	st, err := h.Async.Status(r.Context(), id)
-	var ge *core.Error
-	switch {
-	case errors.Is(err, core.ErrNotFound):
-		writeError(w, http.StatusNotFound, "NotFound", "no async request with id "+strconv.Quote(trim(id)), 0)
-		return
-	case errors.As(err, &ge) && (ge.Reason == core.ReasonExpired || ge.Reason == core.ReasonCorruptRecord):
-		writeError(w, ge.HTTPStatus(), ge.Reason.Code(), ge.Message, 0)
-		return
-	case err != nil:
-		// The detail (a store path, an account name) is for the operator.
-		h.Logger.WarnContext(r.Context(), "reading an async request", "id", trim(id), "err", err.Error())
-		writeError(w, http.StatusServiceUnavailable, core.ReasonAsyncUnavailable.Code(), "the async store is unavailable; try again later", 0)
+	if h.statusFailed(w, r, id, err) {
 		return
 	}
 	if st.State.Done() {
-		w.Header().Set("Location", h.absolute(r, st.DataURI))
-		w.WriteHeader(http.StatusSeeOther)
+		h.serveResult(w, r, st)
 		return
 	}
+	w.Header().Set("Location", h.absolute(r, core.AsyncStatusPath(st.ID)))
+	w.Header()["X-Attempts"] = attemptsValue(len(st.Attempts))
 	w.Header().Set("Retry-After", strconv.Itoa(retryAfterSecs(st.RetryAfter)))
 	attempts := st.Attempts
 	if attempts == nil {
@@ -122,6 +125,25 @@ func (h *Handler) serveStatus(w http.ResponseWriter, r *http.Request, id string)
 		ID: st.ID, Status: string(st.State), Arrival: st.Arrival.UTC().Format(time.RFC3339Nano),
 		Expiry: st.Expiry.UTC().Format(time.RFC3339Nano), Attempts: attempts, Checkpoints: st.Checkpoints,
 	})
+}
+
+// statusFailed answers err from core's Status or Cancel, if any, and
+// reports whether it did.
+func (h *Handler) statusFailed(w http.ResponseWriter, r *http.Request, id string, err error) bool {
+	var ge *core.Error
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, core.ErrNotFound):
+		writeError(w, http.StatusNotFound, "NotFound", "no async request with id "+strconv.Quote(trim(id)), 0)
+	case errors.As(err, &ge) && (ge.Reason == core.ReasonExpired || ge.Reason == core.ReasonCorruptRecord):
+		writeError(w, ge.HTTPStatus(), ge.Reason.Code(), ge.Message, 0)
+	default:
+		// The detail (a store path, an account name) is for the operator.
+		h.Logger.WarnContext(r.Context(), "reading an async request", "id", trim(id), "err", err.Error())
+		writeError(w, http.StatusServiceUnavailable, core.ReasonAsyncUnavailable.Code(), "the async store is unavailable; try again later", 0)
+	}
+	return true
 }
 
 // statusDoc is the body of a pending status URI.

@@ -1,0 +1,150 @@
+package httpapi
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"fngateway/core"
+)
+
+// inlineLimit is AsyncInlineResultBytes, or its default when unset.
+func (h *Handler) inlineLimit() int64 {
+	if n := h.Settings.AsyncInlineResultBytes; n > 0 {
+		return int64(n)
+	}
+	return int64(core.DefaultSettings().AsyncInlineResultBytes)
+}
+
+// serveResult answers the status URI of a finished request with the result
+// itself, replayed from the stored result: the backend's status, headers
+// and body whatever the status, or the gateway's error (its status, JSON
+// error, x-Gateway-Error). A 2xx result larger than AsyncInlineResultBytes
+// is answered 303 See Other to a freshly signed data URL instead.
+func (h *Handler) serveResult(w http.ResponseWriter, r *http.Request, st *core.StatusView) {
+	res, err := h.Async.OpenResult(r.Context(), st)
+	if h.statusFailed(w, r, st.ID, err) {
+		return
+	}
+	defer res.Body.Close()
+	hdr := w.Header()
+	var body io.Reader = res.Body
+	if res.Status >= 200 && res.Status < 300 {
+		limit := h.inlineLimit()
+		head, err := io.ReadAll(io.LimitReader(res.Body, limit+1))
+		if err != nil {
+			h.statusFailed(w, r, st.ID, err)
+			return
+		}
+		if int64(len(head)) > limit {
+			hdr.Set("Location", h.absolute(r, st.DataURI))
+			hdr["X-Attempts"] = attemptsValue(len(st.Attempts))
+			w.WriteHeader(http.StatusSeeOther)
+			return
+		}
+		body = bytes.NewReader(head)
+		hdr.Set("Content-Length", strconv.Itoa(len(head)))
+	}
+	for k, v := range res.Header {
+		if k == "Content-Length" {
+			continue // the stored body says how long it is
+		}
+		hdr[k] = v
+	}
+	core.RemoveHopHeaders(hdr)
+	if hdr.Get("X-Attempts") == "" {
+		hdr["X-Attempts"] = attemptsValue(len(st.Attempts))
+	}
+	w.WriteHeader(res.Status)
+	if r.Method == http.MethodHead {
+		return
+	}
+	if err := copyBody(w, body, false); err != nil {
+		// The store broke off mid-body: the client sees the transfer
+		// break, never a truncated answer taken for whole.
+		h.Logger.WarnContext(r.Context(), "replaying an async result", "id", st.ID, "err", err.Error())
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// operationDoc is the operation URI's document: the status monitor of the
+// Azure REST API guidelines for long-running operations.
+type operationDoc struct {
+	ID               string          `json:"id"`
+	Status           string          `json:"status"`
+	Created          string          `json:"createdDateTime"`
+	Updated          string          `json:"lastUpdatedDateTime"`
+	Error            *operationError `json:"error,omitempty"`
+	ResourceLocation string          `json:"resourceLocation,omitempty"`
+}
+
+type operationError struct {
+	Code       string `json:"code"`
+	Message    string `json:"message"`
+	InnerError struct {
+		Status int `json:"status"`
+	} `json:"innererror"`
+}
+
+// operationOf builds the operation document of st.
+func (h *Handler) operationOf(r *http.Request, st *core.StatusView) operationDoc {
+	updated := st.Changed
+	if st.State.Done() && !st.CompletedAt.IsZero() {
+		updated = st.CompletedAt
+	}
+	d := operationDoc{ID: st.ID, Status: st.OperationStatus(),
+		Created: st.Arrival.UTC().Format(time.RFC3339Nano), Updated: updated.UTC().Format(time.RFC3339Nano)}
+	if code, msg, ok := st.OperationError(); ok {
+		d.Error = &operationError{Code: code, Message: msg}
+		d.Error.InnerError.Status = st.ResultStatus
+	}
+	if d.Status == core.OperationSucceeded {
+		d.ResourceLocation = h.absolute(r, core.AsyncStatusPath(st.ID))
+	}
+	return d
+}
+
+// writeOperation writes st's operation document with status code, and
+// Retry-After while it is not terminal.
+func (h *Handler) writeOperation(w http.ResponseWriter, r *http.Request, code int, st *core.StatusView) {
+	w.Header()["X-Attempts"] = attemptsValue(len(st.Attempts))
+	if !st.State.Done() {
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSecs(st.RetryAfter)))
+	}
+	writeJSON(w, code, h.operationOf(r, st))
+}
+
+// serveOperation answers an operation URI (CONTRACT §6): always 200 with
+// the operation document while the request can be read, and the status
+// URI's errors otherwise (404, 410 Expired, 500 CorruptRecord).
+func (h *Handler) serveOperation(w http.ResponseWriter, r *http.Request, id string) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		writeError(w, http.StatusMethodNotAllowed, "MethodNotAllowed", "operation URIs answer GET and HEAD", 0)
+		return
+	}
+	st, err := h.Async.Status(r.Context(), id)
+	if h.statusFailed(w, r, id, err) {
+		return
+	}
+	h.writeOperation(w, r, http.StatusOK, st)
+}
+
+// serveCancel answers DELETE on a status URI (CONTRACT §6): 202 with the
+// operation document while the cancel takes effect, or 200 with it when
+// the request had finished already (nothing changes then).
+func (h *Handler) serveCancel(w http.ResponseWriter, r *http.Request, id string) {
+	st, finished, err := h.Async.Cancel(r.Context(), id)
+	if h.statusFailed(w, r, id, err) {
+		return
+	}
+	if finished {
+		h.writeOperation(w, r, http.StatusOK, st)
+		return
+	}
+	w.Header().Set("Location", h.absolute(r, core.AsyncStatusPath(st.ID)))
+	w.Header().Set("Operation-Location", h.absolute(r, core.AsyncOperationPath(st.ID)))
+	h.writeOperation(w, r, http.StatusAccepted, st)
+}

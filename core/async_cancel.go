@@ -1,0 +1,211 @@
+package core
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Cancellation (CONTRACT §6): DELETE on a status URI asks to cancel. The
+// record goes from queued or running to cancelling; whoever holds the claim
+// then writes the cancellation (409 Canceled) as the one result, by the
+// same commit protocol as any result, so exactly one result exists whether
+// the cancellation or the backend's answer wins the race. A cancelling
+// record that nobody holds is settled by the canceller itself.
+//
+// How the holder learns of it: on the instance that took the DELETE, at
+// once (its in-process attempt or queue continuation listens for it, see
+// listenCancel); on any other, at its next lease renewal (every third of
+// a lease, 5 s by default), and at its checkpoint, which writes the
+// cancellation instead of handing on.
+
+// ErrCancelRequested is the cause with which a continuation's work context
+// ends when its client asked to cancel: the in-flight attempt is cancelled
+// (the backend sees its connection closed) and the holder writes the
+// cancellation.
+var ErrCancelRequested = errors.New("async request cancelled by its client")
+
+// cancelOutcome is what a cancel request did to a record.
+type cancelOutcome int
+
+const (
+	// cancelFinished: the request had finished; nothing changes.
+	cancelFinished cancelOutcome = iota
+	// cancelMarked: the record is now cancelling.
+	cancelMarked
+	// cancelPending: the record was cancelling already.
+	cancelPending
+)
+
+// requestCancel is the record's transition on a cancel request at now:
+// queued or running becomes cancelling; a finished or cancelling record
+// is left as it is. It does no I/O.
+func (r *asyncRecord) requestCancel(now time.Time) cancelOutcome {
+	switch {
+	case r.State.Done():
+		return cancelFinished
+	case r.State == StateCancelling:
+		return cancelPending
+	}
+	r.State, r.CancelRequested = StateCancelling, now.UTC()
+	return cancelMarked
+}
+
+// cancelUnheld reports whether r is cancelling and nobody holds a live
+// claim on it at now, so that nobody will write the cancellation unless
+// the canceller does. It does no I/O.
+func (r *asyncRecord) cancelUnheld(now time.Time) bool {
+	return r.State == StateCancelling && (r.Claim == nil || !now.Before(r.Claim.Until))
+}
+
+// errNotCancelled ends a cancel update that must not write.
+var errNotCancelled = errors.New("not cancelled")
+
+// Cancel asks to cancel async request id, as DELETE on its status URI
+// does, and returns the view after it, with finished set when the request
+// had finished before (nothing changed then). Errors are those of Status:
+// ErrNotFound for an unknown id, *Error with ReasonExpired or
+// ReasonCorruptRecord.
+//
+// A pending request becomes cancelling: its holder, if any, is told (at
+// once on this instance, at its next lease renewal on another) and writes
+// the cancellation; a request nobody holds (queued, checkpointed, or its
+// holder dead) is settled here. The view may still be pending: the
+// cancellation takes effect shortly.
+func (a *Async) Cancel(ctx context.Context, id string) (v *StatusView, finished bool, err error) {
+	if !validAsyncID(id) {
+		return nil, false, fmt.Errorf("async cancel: malformed id: %w", ErrNotFound)
+	}
+	// Status first: it answers unknown, expired and corrupt requests.
+	v, err = a.Status(ctx, id)
+	if err != nil {
+		return nil, false, err
+	}
+	if v.State.Done() {
+		return v, true, nil
+	}
+	now := time.Now()
+	var outcome cancelOutcome
+	rec, err := a.updateRecord(ctx, id, func(r *asyncRecord) error {
+		if r.State == StateAbandoned {
+			return ErrNotFound
+		}
+		outcome = r.requestCancel(now)
+		if outcome != cancelMarked {
+			return errNotCancelled
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return nil, false, fmt.Errorf("async cancel %s: %w", id, ErrNotFound)
+	case errors.Is(err, errNotCancelled):
+	case err != nil:
+		return nil, false, fmt.Errorf("async cancel %s: %w", id, err)
+	}
+	if outcome == cancelFinished {
+		v, err = a.Status(ctx, id)
+		return v, err == nil, err
+	}
+	a.tellCancel(id)
+	if rec.cancelUnheld(now) {
+		// Nobody will write the cancellation: write it here. Should this
+		// fail, the request's message (queued, or coming back) does.
+		if err := a.continueRequest(ctx, id); err != nil {
+			a.report(ctx, id, fmt.Errorf("async %s: writing the cancellation: %w", id, err))
+		}
+	}
+	v, err = a.Status(ctx, id)
+	return v, false, err
+}
+
+// cancelling reports whether the record of id is cancelling. A record that
+// cannot be read is not.
+func (a *Async) cancelling(ctx context.Context, id string) bool {
+	rec, err := a.loadRecord(ctx, id)
+	return err == nil && rec.State == StateCancelling
+}
+
+// commitCancel writes the cancellation as the result of the request s
+// holds: the error document as the data blob, 409 Canceled in the header
+// blob. It writes under its own context: the work context has ended with
+// the cancel.
+func (a *Async) commitCancel(ctx context.Context, s *session, all []Attempt) error {
+	s.cancelTried = true
+	ctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	e := &Error{Reason: ReasonCanceled, Message: "the client cancelled the request (DELETE on its status URI)", Attempts: all}
+	header := http.Header{
+		"Content-Type":    {"application/json"},
+		"X-Gateway-Error": {e.Reason.Code()},
+		"X-Attempts":      {strconv.Itoa(len(all))},
+	}
+	if ok, err := a.holds(ctx, s, all); !ok {
+		return err
+	}
+	if err := a.Store.WriteBlob(ctx, asyncDataKey(s.rec.Container, s.rec.ID), bytes.NewReader(e.JSON()), "application/json", false); err != nil {
+		return errors.Join(fmt.Errorf("continuation %s: write the cancellation: %w", s.rec.ID, err), a.handOn(ctx, s, all, false))
+	}
+	return a.publish(ctx, s, e.HTTPStatus(), header, all)
+}
+
+// cancelListeners are the continuations this instance runs, by id: what
+// Cancel tells at once.
+type cancelListeners struct {
+	mu   sync.Mutex
+	next uint64
+	byID map[string]map[uint64]context.CancelCauseFunc
+}
+
+// listenCancel registers cancel to be called with ErrCancelRequested when
+// request id is cancelled on this instance, until the returned function
+// is called.
+func (a *Async) listenCancel(id string, cancel context.CancelCauseFunc) (unlisten func()) {
+	l := &a.cancels
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.byID == nil {
+		l.byID = map[string]map[uint64]context.CancelCauseFunc{}
+	}
+	l.next++
+	n := l.next
+	if l.byID[id] == nil {
+		l.byID[id] = map[uint64]context.CancelCauseFunc{}
+	}
+	l.byID[id][n] = cancel
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		delete(l.byID[id], n)
+		if len(l.byID[id]) == 0 {
+			delete(l.byID, id)
+		}
+	}
+}
+
+// tellCancel cancels the work on request id that runs on this instance.
+func (a *Async) tellCancel(id string) {
+	l := &a.cancels
+	l.mu.Lock()
+	fns := make([]context.CancelCauseFunc, 0, len(l.byID[id]))
+	for _, f := range l.byID[id] {
+		fns = append(fns, f)
+	}
+	l.mu.Unlock()
+	for _, f := range fns {
+		f(ErrCancelRequested)
+	}
+}
+
+// trimCode bounds a gateway error code kept in a record.
+func trimCode(code string) string {
+	if len(code) > 64 {
+		return code[:64]
+	}
+	return code
+}
