@@ -53,6 +53,9 @@ const (
 	// ReasonCorruptRecord: an async request whose record cannot be
 	// decoded; it never completes: 500.
 	ReasonCorruptRecord
+	// ReasonBackendAuthFailed: the route's backend credential (auth)
+	// could not be had; nothing was sent: 502.
+	ReasonBackendAuthFailed
 )
 
 // Code returns the contract's error code for r.
@@ -86,6 +89,8 @@ func (r Reason) Code() string {
 		return "Expired"
 	case ReasonCorruptRecord:
 		return "CorruptRecord"
+	case ReasonBackendAuthFailed:
+		return "BackendAuthFailed"
 	}
 	return "Internal"
 }
@@ -108,7 +113,7 @@ func (r Reason) Status(attempted bool) int {
 		return http.StatusGatewayTimeout
 	case ReasonAttemptTimeout, ReasonFunctionLimit:
 		return http.StatusGatewayTimeout
-	case ReasonBackendUnavailable:
+	case ReasonBackendUnavailable, ReasonBackendAuthFailed:
 		return http.StatusBadGateway
 	case ReasonAsyncUnavailable:
 		return http.StatusServiceUnavailable

@@ -86,6 +86,12 @@ type Settings struct {
 	InvokeMode InvokeMode `default:"BUFFERED"`
 	// ListenAddr is the local host's listen address.
 	ListenAddr string `default:"127.0.0.1:8080"`
+
+	// RetryBudgetPercent and RetryBudgetMinConcurrency bound the retries
+	// and hedges in flight on an instance to max(min, percent × requests
+	// in flight) (see RetryBudget). The percent is at most 100.
+	RetryBudgetPercent        Count `default:"20"`
+	RetryBudgetMinConcurrency Count `default:"3"`
 }
 
 // DefaultSettings returns the documented defaults of CONTRACT §2, read
@@ -291,6 +297,19 @@ type Route struct {
 	IdleTimeout      time.Duration
 	// Async, when set, overrides whether the route may go async at all.
 	Async *bool
+	// HedgeOnPerTryTimeout starts the next attempt beside one whose
+	// Timeout fired instead of cancelling it (see hedge.go).
+	HedgeOnPerTryTimeout bool
+	// EjectAfterFailures is the count of consecutive connection failures
+	// or timeouts that ejects a host (see Ejector); zero means the
+	// default, DefaultEjectAfterFailures, and a negative value never
+	// ejects. EjectFor is the first ejection's length; zero means
+	// DefaultEjectFor.
+	EjectAfterFailures int
+	EjectFor           time.Duration
+	// Auth, if set, is the backend credential every attempt carries
+	// (see BackendAuth and Forwarder.Authorizers).
+	Auth *BackendAuth
 }
 
 // routeJSON is the wire form of a Route in the Routes setting.
@@ -304,6 +323,11 @@ type routeJSON struct {
 	FirstByteTimeoutMs *int64   `json:"firstByteTimeoutMs"`
 	IdleTimeoutMs      *int64   `json:"idleTimeoutMs"`
 	Async              *bool    `json:"async"`
+	// Upstream policy: hedging, ejection and the backend credential.
+	HedgeOnPerTryTimeout bool         `json:"hedgeOnPerTryTimeout"`
+	EjectAfterFailures   *int64       `json:"ejectAfterFailures"`
+	EjectForMs           *int64       `json:"ejectForMs"`
+	Auth                 *BackendAuth `json:"auth"`
 }
 
 // Routes is the JSON array of the Routes setting.
@@ -388,6 +412,9 @@ func ParseRoutes(data []byte) (Routes, error) {
 				return nil, fmt.Errorf("%s: maxAttempts: want a whole number from 1 to 1000", where)
 			}
 			r.MaxAttempts = int(*rj.MaxAttempts)
+		}
+		if err := r.parsePolicy(&rj); err != nil {
+			return nil, fmt.Errorf("%s: %v", where, err)
 		}
 		out = append(out, r)
 	}
@@ -538,6 +565,9 @@ func (s *Settings) Validate(limit time.Duration, explicit func(name string) bool
 	if s.AsyncStore == "file:" {
 		return &SettingError{Name: "AsyncStore", Value: s.AsyncStore, Want: "want a directory after file:"}
 	}
+	if s.RetryBudgetPercent > 100 {
+		return &SettingError{Name: "RetryBudgetPercent", Value: strconv.FormatInt(int64(s.RetryBudgetPercent), 10), Want: "want a whole percentage from 1 to 100"}
+	}
 	return nil
 }
 
@@ -575,6 +605,12 @@ func (s *Settings) RouteFor(path string) *Route {
 	}
 	if eff.FirstByteTimeout == 0 {
 		eff.FirstByteTimeout = eff.IdleTimeout
+	}
+	if eff.EjectAfterFailures == 0 {
+		eff.EjectAfterFailures = DefaultEjectAfterFailures
+	}
+	if eff.EjectFor == 0 {
+		eff.EjectFor = DefaultEjectFor
 	}
 	return &eff
 }
