@@ -136,3 +136,13 @@ func (t azuriteToken) GetToken(_ context.Context, _ policy.TokenRequestOptions) 
 	jwt := enc.EncodeToString([]byte(`{"alg":"none","typ":"JWT"}`)) + "." + enc.EncodeToString(claims) + "." + enc.EncodeToString([]byte("unsigned"))
 	return azcore.AccessToken{Token: jwt, ExpiresOn: exp}, nil
 }
+
+// CertFile returns the PEM file of the self-signed certificate an Azurite
+// started by StartAzuriteOAuth serves (for SSL_CERT_FILE of a process that
+// must trust it), or "" for a plain-HTTP Azurite.
+func (a *Azurite) CertFile() string {
+	if a.tls == nil {
+		return ""
+	}
+	return a.tls.certFile
+}
