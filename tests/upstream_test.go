@@ -3,6 +3,7 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -29,6 +30,7 @@ func newRecordingBackend(tb testing.TB, name string, hangs bool) *recordingBacke
 	tb.Helper()
 	b := &recordingBackend{closed: make(chan time.Time, 100), started: make(chan time.Time, 100)}
 	b.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body) // so that the server notices a closed connection
 		b.mu.Lock()
 		b.seen = append(b.seen, r.Header.Get("X-Envoy-Expected-Rq-Timeout-Ms")+" "+r.Header.Get("Authorization"))
 		b.mu.Unlock()
