@@ -126,4 +126,3 @@ func summary(code string, status int, at time.Duration, recs []string) string {
 	}
 	return head + " at " + at.String() + ": " + strings.Join(recs, "; ")
 }
-
