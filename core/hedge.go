@@ -202,8 +202,11 @@ func (h *hedgeRun) release() {
 	}
 }
 
-// cancelAll cancels the attempts still running; their backends see the
-// connection closed. What they return is drained and closed aside.
+// cancelAll cancels the attempts still running, so their backends see the
+// connection closed, and waits for them to end (at once: a cancelled
+// RoundTrip returns), closing what they return. Waiting leaves nothing
+// behind: on Lambda the process may be frozen as soon as Forward returns.
+// Their records are taken when the cancellation is decided (records).
 func (h *hedgeRun) cancelAll() {
 	if h.running == 0 {
 		return
@@ -213,13 +216,10 @@ func (h *hedgeRun) cancelAll() {
 			s.cancel(errHedgeLost)
 		}
 	}
-	n := h.running
-	go func() {
-		for range n {
-			d := <-h.results
-			d.ar.close()
-		}
-	}()
+	for ; h.running > 0; h.running-- {
+		d := <-h.results
+		d.ar.close()
+	}
 }
 
 // records is the attempt timeline in start order: the finished attempts'
