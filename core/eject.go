@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -32,9 +33,10 @@ const (
 // instance and each local process learns on its own. The zero value is
 // ready; a nil *Ejector ejects nothing. Methods are safe for concurrent use.
 type Ejector struct {
-	mu    sync.Mutex
-	hosts map[ejectKey]*hostHealth
-	n     int // hosts ejected at the last look, for the fast path
+	mu      sync.Mutex
+	hosts   map[ejectKey]*hostHealth
+	n       atomic.Int64 // hosts ejected at the last look: none means no lock to order
+	tracked atomic.Int64 // len(hosts): none means no lock to note a success
 }
 
 type ejectKey struct{ route, host string }
@@ -57,14 +59,11 @@ type EjectedHost struct {
 // hosts in service in their configured order, then the ejected ones,
 // soonest back first. It returns route.Hosts itself when none is ejected.
 func (e *Ejector) order(route *Route, now time.Time) HostList {
-	if e == nil || route.EjectAfterFailures < 0 {
+	if e == nil || route.EjectAfterFailures < 0 || e.n.Load() == 0 {
 		return route.Hosts
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.n == 0 {
-		return route.Hosts
-	}
 	var in, out HostList
 	for i, h := range route.Hosts {
 		hh := e.hosts[ejectKey{route.Prefix, h.Host}]
@@ -107,8 +106,8 @@ func (e *Ejector) record(route *Route, host *url.URL, rec *Attempt, now time.Tim
 	}
 	failed := rec.Outcome == OutcomeConnectError || rec.Outcome == OutcomeTimeout && rec.Cause == CauseTimeout
 	answered := rec.Outcome == OutcomeStatus
-	if !failed && !answered {
-		return false // cut by the TTL or the execution limit: not the host's doing
+	if !failed && (!answered || e.tracked.Load() == 0) {
+		return false // cut by a deadline, not the host's doing; or no host to restore
 	}
 	k := ejectKey{route.Prefix, host.Host}
 	e.mu.Lock()
@@ -123,6 +122,7 @@ func (e *Ejector) record(route *Route, host *url.URL, rec *Attempt, now time.Tim
 		}
 		hh = &hostHealth{}
 		e.hosts[k] = hh
+		e.tracked.Store(int64(len(e.hosts)))
 	}
 	ejected := now.Before(hh.until)
 	if answered {
@@ -132,6 +132,7 @@ func (e *Ejector) record(route *Route, host *url.URL, rec *Attempt, now time.Tim
 				hh.until = time.Time{}
 			}
 			delete(e.hosts, k)
+			e.tracked.Store(int64(len(e.hosts)))
 		}
 		e.recount(now)
 		return false
@@ -165,7 +166,7 @@ func (e *Ejector) recount(now time.Time) {
 			n++
 		}
 	}
-	e.n = n
+	e.n.Store(int64(n))
 }
 
 // Ejected returns the hosts ejected at now, by route and host.

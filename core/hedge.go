@@ -35,11 +35,17 @@ func hedgeable(req *Request) bool {
 	if !req.Route.HedgeOnPerTryTimeout || req.BodyStream != nil || req.Upgrade != "" || req.Budget.Timeout <= 0 {
 		return false
 	}
-	switch req.Method {
+	return maySendTwice(req.Method, req.ClientKey)
+}
+
+// maySendTwice reports whether a request may run two attempts at once: a
+// safe method, or a client Idempotency-Key. Forward and Explain both ask.
+func maySendTwice(method string, clientKey bool) bool {
+	switch method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
 		return true
 	}
-	return req.ClientKey
+	return clientKey
 }
 
 // hedgeSlot is one attempt of a hedged request, owned by the loop.

@@ -1,9 +1,6 @@
 package core
 
-import (
-	"net/http"
-	"time"
-)
+import "time"
 
 // This file explains a hedged request on paper: explainHedged replays the
 // loop of forwardHedged (hedge.go) with arithmetic instead of a network,
@@ -15,14 +12,7 @@ import (
 // hedges reports whether an explained request hedges, as hedgeable does
 // for a real one.
 func (p *ExplainParams) hedges() bool {
-	if !p.Hedge || p.Timeout <= 0 || p.MaxAttempts < 2 {
-		return false
-	}
-	switch p.Method {
-	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
-		return true
-	}
-	return p.ClientKey
+	return p.Hedge && p.Timeout > 0 && p.MaxAttempts >= 2 && maySendTwice(p.Method, p.ClientKey)
 }
 
 // explainHedged is Explain for a hedged request.
