@@ -22,8 +22,8 @@ import (
 // versitygw signed with the function's credentials.
 func TestLambdaHedgeAndSigV4(t *testing.T) {
 	const timeout = 400 * time.Millisecond
-	slow := newRecordingBackend(t, "slow", true)
-	fast := newRecordingBackend(t, "fast", false)
+	slow := newRecordingBackend(t, "slow", hang)
+	fast := newRecordingBackend(t, "fast", 0)
 	v := emulators.StartVersitygw(t)
 	routes := fmt.Sprintf(`[{"prefix":"/h","hosts":[%q,%q],"timeoutMs":%d,"hedgeOnPerTryTimeout":true},`+
 		`{"prefix":"/lambdabucket","hosts":[%q],"auth":{"type":"sigv4","service":"s3","region":%q}}]`,
@@ -66,8 +66,8 @@ func TestLambdaHedgeAndSigV4(t *testing.T) {
 // endpoint, fetched once.
 func TestAzureFunctionsHedgeAndEntra(t *testing.T) {
 	const timeout = 400 * time.Millisecond
-	slow := newRecordingBackend(t, "slow", true)
-	fast := newRecordingBackend(t, "fast", false)
+	slow := newRecordingBackend(t, "slow", hang)
+	fast := newRecordingBackend(t, "fast", 0)
 	az := emulators.StartAzuriteOAuth(t)
 	cred := az.TokenCredential("6c1d2f3e-4a5b-4c6d-8e7f-9a0b1c2d3e4f")
 	var fetches atomic.Int64

@@ -24,9 +24,10 @@ type recordingBackend struct {
 	started chan time.Time
 }
 
-// newRecordingBackend starts a backend that hangs until the client closes
-// the connection when hangs is set, and answers 200 "name" otherwise.
-func newRecordingBackend(tb testing.TB, name string, hangs bool) *recordingBackend {
+// newRecordingBackend starts a backend that answers 200 "name" after
+// delay, or, with delay hang, never: it waits until the client closes the
+// connection. A connection closed before the answer is reported on closed.
+func newRecordingBackend(tb testing.TB, name string, delay time.Duration) *recordingBackend {
 	tb.Helper()
 	b := &recordingBackend{closed: make(chan time.Time, 100), started: make(chan time.Time, 100)}
 	b.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -35,8 +36,14 @@ func newRecordingBackend(tb testing.TB, name string, hangs bool) *recordingBacke
 		b.seen = append(b.seen, r.Header.Get("X-Envoy-Expected-Rq-Timeout-Ms")+" "+r.Header.Get("Authorization"))
 		b.mu.Unlock()
 		b.started <- time.Now()
-		if hangs {
+		if delay == hang {
 			<-r.Context().Done()
+			b.closed <- time.Now()
+			return
+		}
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
 			b.closed <- time.Now()
 			return
 		}
@@ -45,6 +52,9 @@ func newRecordingBackend(tb testing.TB, name string, hangs bool) *recordingBacke
 	tb.Cleanup(b.Close)
 	return b
 }
+
+// hang is the delay of a backend that never answers.
+const hang = time.Duration(-1)
 
 func (b *recordingBackend) requests() []string {
 	b.mu.Lock()
@@ -63,45 +73,50 @@ func getStats(tb testing.TB, gw *Gateway) map[string]any {
 }
 
 // TestHedgeOnPerTryTimeout: on a hedged route the first attempt keeps
-// running past its Timeout beside the second; the second answers, and the
-// first's backend sees its connection closed then. A POST without a client
-// Idempotency-Key is not hedged.
+// running past its Timeout beside the second. The first backend answers
+// after 700 ms, the second would after 600 ms: without hedging the first
+// attempt is cut at its 400 ms Timeout and the second answers at 1 s; with
+// it the first answers at 700 ms and the second's backend sees its
+// connection closed then. A POST without a client Idempotency-Key is not
+// hedged.
 func TestHedgeOnPerTryTimeout(t *testing.T) {
 	const timeout = 400 * time.Millisecond
-	slow := newRecordingBackend(t, "slow", true)
-	fast := newRecordingBackend(t, "fast", false)
-	routes := fmt.Sprintf(`[{"prefix":"/h","hosts":[%q,%q],"timeoutMs":%d,"hedgeOnPerTryTimeout":true}]`, slow.URL, fast.URL, timeout.Milliseconds())
-	gw := StartGateway(t, map[string]string{"Hosts": fast.URL, "Routes": routes})
+	first := newRecordingBackend(t, "first", 700*time.Millisecond)
+	second := newRecordingBackend(t, "second", 600*time.Millisecond)
+	routes := fmt.Sprintf(`[{"prefix":"/h","hosts":[%q,%q],"timeoutMs":%d,"hedgeOnPerTryTimeout":true}]`, first.URL, second.URL, timeout.Milliseconds())
+	gw := StartGateway(t, map[string]string{"Hosts": second.URL, "Routes": routes})
 
 	start := time.Now()
 	resp, body, took := Do(t, "GET", gw.URL+"/h/x", nil, "")
-	if resp.StatusCode != 200 || string(body) != "fast" {
-		t.Fatalf("got %d %q; want 200 from the hedge", resp.StatusCode, body)
+	if resp.StatusCode != 200 || string(body) != "first" {
+		t.Fatalf("got %d %q; want 200 from the first attempt, still running beside the hedge", resp.StatusCode, body)
 	}
-	if !within(took, timeout, 20*time.Millisecond, 400*time.Millisecond) {
-		t.Errorf("answered after %v; want about one Timeout, %v", took, timeout)
+	if !within(took, 700*time.Millisecond, 20*time.Millisecond, 600*time.Millisecond) {
+		t.Errorf("answered after %v; want when the first backend answers, 700 ms", took)
 	}
 	if got := resp.Header.Get("X-Attempts"); got != "2" {
 		t.Errorf("x-Attempts = %q; want 2, every attempt started", got)
 	}
 	select {
-	case at := <-slow.closed:
+	case at := <-second.closed:
 		if d := at.Sub(start); !within(d, took, took, 500*time.Millisecond) {
-			t.Errorf("the first attempt's connection closed %v after the request; want when the hedge answered (%v)", d, took)
+			t.Errorf("the hedge's connection closed %v after the request; want when the first attempt answered (%v)", d, took)
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatal("the first attempt's backend never saw its connection closed")
+		t.Fatal("the hedge's backend never saw its connection closed")
 	}
-	for _, b := range []*recordingBackend{slow, fast} {
+	for _, b := range []*recordingBackend{first, second} {
 		for _, r := range b.requests() {
 			if ms, _ := strconv.Atoi(strings.Fields(r + " x")[0]); ms != int(timeout.Milliseconds()) {
 				t.Errorf("backend got x-envoy-expected-rq-timeout-ms %q; want its own attempt's %d", r, timeout.Milliseconds())
 			}
 		}
 	}
-	if got := getStats(t, gw)["hedges"]; got != float64(1) {
-		t.Errorf("stats hedges = %v; want 1", got)
-	}
+
+	slow := newRecordingBackend(t, "slow", hang)
+	fast := newRecordingBackend(t, "fast", 0)
+	routes = fmt.Sprintf(`[{"prefix":"/h","hosts":[%q,%q],"timeoutMs":%d,"hedgeOnPerTryTimeout":true}]`, slow.URL, fast.URL, timeout.Milliseconds())
+	gw = StartGateway(t, map[string]string{"Hosts": fast.URL, "Routes": routes})
 
 	// A POST without a client key may not be sent twice.
 	resp, body, took = Do(t, "POST", gw.URL+"/h/x", nil, "data")
@@ -116,6 +131,9 @@ func TestHedgeOnPerTryTimeout(t *testing.T) {
 	if resp.StatusCode != 200 || string(body) != "fast" || resp.Header.Get("X-Attempts") != "2" {
 		t.Errorf("POST with a key: %d %q x-Attempts %s; want 200 fast after a hedge", resp.StatusCode, body, resp.Header.Get("X-Attempts"))
 	}
+	if got := getStats(t, gw)["hedges"]; got != float64(1) {
+		t.Errorf("stats hedges = %v; want 1, the POST with a key", got)
+	}
 }
 
 // TestEjectDeadHost: with the first of three hosts hanging, every request
@@ -123,9 +141,9 @@ func TestHedgeOnPerTryTimeout(t *testing.T) {
 // is tried last, and /_gateway/stats names it.
 func TestEjectDeadHost(t *testing.T) {
 	const timeout = 300 * time.Millisecond
-	dead := newRecordingBackend(t, "dead", true)
-	b := newRecordingBackend(t, "b", false)
-	c := newRecordingBackend(t, "c", false)
+	dead := newRecordingBackend(t, "dead", hang)
+	b := newRecordingBackend(t, "b", 0)
+	c := newRecordingBackend(t, "c", 0)
 	routes := fmt.Sprintf(`[{"prefix":"/e","hosts":[%q,%q,%q],"timeoutMs":%d,"ejectAfterFailures":2,"ejectForMs":60000}]`,
 		dead.URL, b.URL, c.URL, timeout.Milliseconds())
 	gw := StartGateway(t, map[string]string{"Hosts": b.URL, "Routes": routes})
