@@ -17,32 +17,36 @@ import (
 
 // TestLambdaHedgeAndSigV4 runs hedging and SigV4 signing on the Lambda
 // host (the binary under the Runtime Interface Emulator, frozen between
-// invocations): the hedge answers and the first attempt's backend sees its
-// connection closed before the invocation returns; S3 requests reach
-// versitygw signed with the function's credentials.
+// invocations): the first attempt, kept running past its Timeout beside
+// the hedge, answers, and the hedge's backend sees its connection closed
+// before the invocation returns; S3 requests reach versitygw signed with
+// the function's credentials.
 func TestLambdaHedgeAndSigV4(t *testing.T) {
 	const timeout = 400 * time.Millisecond
-	slow := newRecordingBackend(t, "slow", hang)
-	fast := newRecordingBackend(t, "fast", 0)
+	first := newRecordingBackend(t, "first", 700*time.Millisecond)
+	second := newRecordingBackend(t, "second", 600*time.Millisecond)
 	v := emulators.StartVersitygw(t)
 	routes := fmt.Sprintf(`[{"prefix":"/h","hosts":[%q,%q],"timeoutMs":%d,"hedgeOnPerTryTimeout":true},`+
 		`{"prefix":"/lambdabucket","hosts":[%q],"auth":{"type":"sigv4","service":"s3","region":%q}}]`,
-		slow.URL, fast.URL, timeout.Milliseconds(), v.Endpoint(), emulators.VersitygwRegion)
-	f := startFunction(t, binary, map[string]string{"Hosts": fast.URL, "Routes": routes, "AWS_LAMBDA_FUNCTION_TIMEOUT": "10",
+		first.URL, second.URL, timeout.Milliseconds(), v.Endpoint(), emulators.VersitygwRegion)
+	f := startFunction(t, binary, map[string]string{"Hosts": second.URL, "Routes": routes, "AWS_LAMBDA_FUNCTION_TIMEOUT": "10",
 		"AWS_ACCESS_KEY_ID": emulators.VersitygwAccessKey, "AWS_SECRET_ACCESS_KEY": emulators.VersitygwSecretKey,
 		"AWS_EC2_METADATA_DISABLED": "true"})
 
 	a, body, took := f.invokeHTTP(t, httpEvent(t, "lambda-urls-request.json", httpRequest{method: "GET", rawPath: "/h/x"}))
-	if a.StatusCode != 200 || string(body) != "fast" || a.Headers["X-Attempts"] != "2" {
-		t.Fatalf("hedged GET: %d %q x-Attempts %q; want 200 fast after 2 attempts", a.StatusCode, body, a.Headers["X-Attempts"])
+	// The first attempt, still running past its Timeout, answers at 700 ms,
+	// before the hedge started at 400 ms would (1 s): without hedging the
+	// answer would be the second backend's.
+	if a.StatusCode != 200 || string(body) != "first" || a.Headers["X-Attempts"] != "2" {
+		t.Fatalf("hedged GET: %d %q x-Attempts %q; want 200 from the first attempt after 2 attempts", a.StatusCode, body, a.Headers["X-Attempts"])
 	}
-	if took < timeout {
-		t.Errorf("answered after %v; want after the first attempt's Timeout, %v", took, timeout)
+	if took < 700*time.Millisecond {
+		t.Errorf("answered after %v; want when the first backend answers, 700 ms", took)
 	}
 	select {
-	case <-slow.closed: // before the invocation returned: the function is frozen now
+	case <-second.closed: // before the invocation returned: the function is frozen now
 	default:
-		t.Errorf("the first attempt's backend had not seen its connection closed when the invocation returned")
+		t.Errorf("the hedge's backend had not seen its connection closed when the invocation returned")
 	}
 
 	for _, r := range []struct {
@@ -61,13 +65,14 @@ func TestLambdaHedgeAndSigV4(t *testing.T) {
 }
 
 // TestAzureFunctionsHedgeAndEntra runs hedging and Entra ID tokens on the
-// Azure Functions custom handler: the hedge answers, and Blob requests
+// Azure Functions custom handler: the first attempt answers past its
+// Timeout beside the hedge, which is cancelled, and Blob requests
 // reach Azurite (OAuth) with a token from the App Service managed-identity
 // endpoint, fetched once.
 func TestAzureFunctionsHedgeAndEntra(t *testing.T) {
 	const timeout = 400 * time.Millisecond
-	slow := newRecordingBackend(t, "slow", hang)
-	fast := newRecordingBackend(t, "fast", 0)
+	first := newRecordingBackend(t, "first", 700*time.Millisecond)
+	second := newRecordingBackend(t, "second", 600*time.Millisecond)
 	az := emulators.StartAzuriteOAuth(t)
 	cred := az.TokenCredential("6c1d2f3e-4a5b-4c6d-8e7f-9a0b1c2d3e4f")
 	var fetches atomic.Int64
@@ -92,18 +97,18 @@ func TestAzureFunctionsHedgeAndEntra(t *testing.T) {
 	blob := "https://127.0.0.1:" + u.Port()
 	routes := fmt.Sprintf(`[{"prefix":"/h","hosts":[%q,%q],"timeoutMs":%d,"hedgeOnPerTryTimeout":true},`+
 		`{"prefix":"/devstoreaccount1","hosts":[%q],"auth":{"type":"entra","scope":"https://storage.azure.com/.default"}}]`,
-		slow.URL, fast.URL, timeout.Milliseconds(), blob)
-	g := StartAzureHandler(t, map[string]string{"Hosts": fast.URL, "Routes": routes,
+		first.URL, second.URL, timeout.Milliseconds(), blob)
+	g := StartAzureHandler(t, map[string]string{"Hosts": second.URL, "Routes": routes,
 		"IDENTITY_ENDPOINT": identity.URL + "/msi/token", "IDENTITY_HEADER": "azure-identity-header", "SSL_CERT_FILE": az.CertFile()})
 
 	resp, body, took := Forward(t, g, "GET", "/h/x", nil, "")
-	if resp.StatusCode != 200 || string(body) != "fast" || resp.Header.Get("X-Attempts") != "2" || took < timeout {
-		t.Errorf("hedged GET: %d %q x-Attempts %q after %v; want 200 fast after 2 attempts", resp.StatusCode, body, resp.Header.Get("X-Attempts"), took)
+	if resp.StatusCode != 200 || string(body) != "first" || resp.Header.Get("X-Attempts") != "2" || took < 700*time.Millisecond {
+		t.Errorf("hedged GET: %d %q x-Attempts %q after %v; want 200 from the first attempt, past its Timeout, at 700 ms", resp.StatusCode, body, resp.Header.Get("X-Attempts"), took)
 	}
 	select {
-	case <-slow.closed:
+	case <-second.closed:
 	case <-time.After(5 * time.Second):
-		t.Error("the first attempt's backend never saw its connection closed")
+		t.Error("the hedge's backend never saw its connection closed")
 	}
 	ver := map[string]string{"x-ms-version": "2021-08-06"}
 	if resp, body, _ := Forward(t, g, "PUT", "/devstoreaccount1/fncontainer?restype=container", ver, ""); resp.StatusCode != 201 {
