@@ -59,6 +59,9 @@ const (
 	// ReasonCanceled: an async request its client cancelled (DELETE on
 	// its status URI): 409.
 	ReasonCanceled
+	// ReasonBackendAuthFailed: the route's backend credential (auth)
+	// could not be had; nothing was sent: 502.
+	ReasonBackendAuthFailed
 )
 
 // Code returns the contract's error code for r.
@@ -96,6 +99,8 @@ func (r Reason) Code() string {
 		return "InvalidBody"
 	case ReasonCanceled:
 		return "Canceled"
+	case ReasonBackendAuthFailed:
+		return "BackendAuthFailed"
 	}
 	return "Internal"
 }
@@ -118,7 +123,7 @@ func (r Reason) Status(attempted bool) int {
 		return http.StatusGatewayTimeout
 	case ReasonAttemptTimeout, ReasonFunctionLimit:
 		return http.StatusGatewayTimeout
-	case ReasonBackendUnavailable:
+	case ReasonBackendUnavailable, ReasonBackendAuthFailed:
 		return http.StatusBadGateway
 	case ReasonAsyncUnavailable:
 		return http.StatusServiceUnavailable

@@ -101,6 +101,12 @@ type Settings struct {
 	// TrustedProxies are the peers whose forwarding headers are believed;
 	// none when unset (the adapters state the platform's own front end).
 	TrustedProxies TrustedProxies
+
+	// RetryBudgetPercent and RetryBudgetMinConcurrency bound the retries
+	// and hedges in flight on an instance to max(min, percent × requests
+	// in flight) (see RetryBudget). The percent is at most 100.
+	RetryBudgetPercent        Count `default:"20"`
+	RetryBudgetMinConcurrency Count `default:"3"`
 }
 
 // MaxAsyncInlineResultBytes bounds AsyncInlineResultBytes: 4 MiB, which
@@ -311,6 +317,19 @@ type Route struct {
 	IdleTimeout      time.Duration
 	// Async, when set, overrides whether the route may go async at all.
 	Async *bool
+	// HedgeOnPerTryTimeout starts the next attempt beside one whose
+	// Timeout fired instead of cancelling it (see hedge.go).
+	HedgeOnPerTryTimeout bool
+	// EjectAfterFailures is the count of consecutive connection failures
+	// or timeouts that ejects a host (see Ejector); zero means the
+	// default, DefaultEjectAfterFailures, and a negative value never
+	// ejects. EjectFor is the first ejection's length; zero means
+	// DefaultEjectFor.
+	EjectAfterFailures int
+	EjectFor           time.Duration
+	// Auth, if set, is the backend credential every attempt carries
+	// (see BackendAuth and Forwarder.Authorizers).
+	Auth *BackendAuth
 }
 
 // routeJSON is the wire form of a Route in the Routes setting.
@@ -324,6 +343,11 @@ type routeJSON struct {
 	FirstByteTimeoutMs *int64   `json:"firstByteTimeoutMs"`
 	IdleTimeoutMs      *int64   `json:"idleTimeoutMs"`
 	Async              *bool    `json:"async"`
+	// Upstream policy: hedging, ejection and the backend credential.
+	HedgeOnPerTryTimeout bool         `json:"hedgeOnPerTryTimeout"`
+	EjectAfterFailures   *int64       `json:"ejectAfterFailures"`
+	EjectForMs           *int64       `json:"ejectForMs"`
+	Auth                 *BackendAuth `json:"auth"`
 }
 
 // Routes is the JSON array of the Routes setting.
@@ -411,6 +435,9 @@ func ParseRoutes(data []byte) (Routes, error) {
 				return nil, fmt.Errorf("%s: maxAttempts: want a whole number from 1 to %d", where, MaxAttemptsLimit)
 			}
 			r.MaxAttempts = int(*rj.MaxAttempts)
+		}
+		if err := r.parsePolicy(&rj); err != nil {
+			return nil, fmt.Errorf("%s: %v", where, err)
 		}
 		out = append(out, r)
 	}
@@ -572,6 +599,9 @@ func (s *Settings) Validate(limit time.Duration, explicit func(name string) bool
 	if s.AsyncStore == "file:" {
 		return &SettingError{Name: "AsyncStore", Value: s.AsyncStore, Want: "want a directory after file:"}
 	}
+	if s.RetryBudgetPercent > 100 {
+		return &SettingError{Name: "RetryBudgetPercent", Value: strconv.FormatInt(int64(s.RetryBudgetPercent), 10), Want: "want a whole percentage from 1 to 100"}
+	}
 	return nil
 }
 
@@ -637,6 +667,12 @@ func (s *Settings) RouteFor(path string) *Route {
 	}
 	if eff.FirstByteTimeout == 0 {
 		eff.FirstByteTimeout = eff.IdleTimeout
+	}
+	if eff.EjectAfterFailures == 0 {
+		eff.EjectAfterFailures = DefaultEjectAfterFailures
+	}
+	if eff.EjectFor == 0 {
+		eff.EjectFor = DefaultEjectFor
 	}
 	return &eff
 }

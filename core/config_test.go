@@ -197,6 +197,8 @@ func TestRouter(t *testing.T) {
 func FuzzParseRoutes(f *testing.F) {
 	f.Add(`[{"prefix":"/a","hosts":["http://h:1"],"ttlSecs":2.5,"timeoutMs":100,"maxAttempts":2,"stream":true,"firstByteTimeoutMs":5,"idleTimeoutMs":6,"async":true}]`)
 	f.Add(`[]`)
+	f.Add(`[{"prefix":"/a","hedgeOnPerTryTimeout":true,"ejectAfterFailures":0,"ejectForMs":100,"auth":{"type":"entra","scope":"https://x/.default","clientAuthorizationHeader":"X-Client-Auth"}}]`)
+	f.Add(`[{"prefix":"/s3","ejectAfterFailures":3,"auth":{"type":"sigv4","service":"s3","region":"eu-west-1"}}]`)
 	f.Add(`[{"prefix":"/a"},{"prefix":"/a"}]`)
 	f.Add(`{"x":1}`)
 	f.Fuzz(func(t *testing.T, in string) {
@@ -231,6 +233,22 @@ func FuzzParseRoutes(f *testing.F) {
 			if r.Async != nil {
 				m["async"] = *r.Async
 			}
+			m["hedgeOnPerTryTimeout"] = r.HedgeOnPerTryTimeout
+			switch {
+			case r.EjectAfterFailures < 0:
+				m["ejectAfterFailures"] = 0
+			case r.EjectAfterFailures > 0:
+				m["ejectAfterFailures"] = r.EjectAfterFailures
+			}
+			if r.EjectFor > 0 {
+				m["ejectForMs"] = r.EjectFor.Milliseconds()
+			}
+			if r.Auth != nil {
+				if r.Auth.validate() != nil {
+					t.Fatalf("accepted an invalid auth %+v from %q", *r.Auth, in)
+				}
+				m["auth"] = r.Auth
+			}
 			wire = append(wire, m)
 		}
 		if wire == nil {
@@ -245,7 +263,9 @@ func FuzzParseRoutes(f *testing.F) {
 			t.Fatalf("re-parse of %s gave %d routes; want %d", out, len(back), len(rs))
 		}
 		for i := range rs {
-			if back[i].Prefix != rs[i].Prefix || back[i].Hosts.String() != rs[i].Hosts.String() || back[i].MaxAttempts != rs[i].MaxAttempts {
+			if back[i].Prefix != rs[i].Prefix || back[i].Hosts.String() != rs[i].Hosts.String() || back[i].MaxAttempts != rs[i].MaxAttempts ||
+				back[i].HedgeOnPerTryTimeout != rs[i].HedgeOnPerTryTimeout || back[i].EjectAfterFailures != rs[i].EjectAfterFailures ||
+				back[i].EjectFor != rs[i].EjectFor || (back[i].Auth == nil) != (rs[i].Auth == nil) || back[i].Auth != nil && *back[i].Auth != *rs[i].Auth {
 				t.Fatalf("route %d: %+v after round trip; want %+v", i, back[i], rs[i])
 			}
 		}

@@ -72,6 +72,10 @@ type ExplainParams struct {
 	// beyond the list repeat its last reply, and an empty list is all
 	// "timeout".
 	Replies []Reply
+	// Hedge is the route's hedgeOnPerTryTimeout: a request that may be
+	// sent twice starts its next attempt beside one whose Timeout fired
+	// (see ExplainHedged).
+	Hedge bool
 }
 
 // Timeline is an explained request: its attempts and the answer the client
@@ -100,6 +104,12 @@ type Timeline struct {
 	Left     time.Duration
 	// Hints point out settings that cannot nest.
 	Hints []Hint
+	// Hedged says the attempts ran side by side (ExplainParams.Hedge);
+	// Decider is then the index in Attempts of the attempt whose ending
+	// decided the answer (the winner, or the latest), where it is the last
+	// attempt otherwise.
+	Hedged  bool
+	Decider int
 }
 
 // Stop says why an explained request made no further attempt.
@@ -155,6 +165,11 @@ type ExplainedAttempt struct {
 	// records for it (Host empty).
 	Reply  Reply
 	Record Attempt
+	// Beside is, for a hedge, the attempt whose Timeout fired when it
+	// started (0 otherwise); Cancelled says the attempt was still running
+	// when the request ended, and was cancelled then.
+	Beside    int
+	Cancelled bool
 }
 
 // Code returns the contract's error code of t's answer, or "" when a
@@ -189,6 +204,9 @@ func Explain(p ExplainParams) Timeline {
 		b.Limit = explainEpoch.Add(t.Limit)
 	}
 	t.Hints = explainHints(p, t)
+	if p.hedges() {
+		return explainHedged(p, t, b)
+	}
 	end, endCause := b.End()
 	endAt := end.Sub(explainEpoch)
 	now, wait := p.QueueWait, time.Duration(0)

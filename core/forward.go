@@ -84,6 +84,16 @@ type Forwarder struct {
 	BackoffBase time.Duration
 	// Stats, if set, counts attempts and the deadlines that cut them.
 	Stats *Stats
+	// RetryBudget, if set, bounds the retries and hedges in flight on
+	// this instance (CONTRACT §4). Nil allows every retry.
+	RetryBudget *RetryBudget
+	// Ejector, if set, tries the hosts that keep failing last (CONTRACT
+	// §4). Nil ejects nothing.
+	Ejector *Ejector
+	// Authorizers put the credential of each route auth on its attempts.
+	// A route whose auth has no entry ends 502 BackendAuthFailed with
+	// nothing sent.
+	Authorizers map[BackendAuth]Authorizer
 }
 
 // deadlineError is the cancellation cause of an attempt or stream that a
@@ -126,7 +136,19 @@ func (f *Forwarder) Forward(ctx context.Context, req *Request) (*Result, error) 
 	if req.BodyStream != nil {
 		maxAttempts = 1
 	}
+	f.RetryBudget.begin()
+	defer f.RetryBudget.end()
+	hosts := f.Ejector.order(route, time.Now())
+	if maxAttempts > 1 && hedgeable(req) {
+		return f.forwardHedged(ctx, streamCtx, streamCancel, rt, req, path, hosts, maxAttempts)
+	}
 	var attempts []Attempt
+	retrying := false // holds a RetryBudget slot
+	defer func() {
+		if retrying {
+			f.RetryBudget.release()
+		}
+	}()
 	for n := 1; ; n++ {
 		now := time.Now()
 		end, endCause := b.End()
@@ -134,8 +156,17 @@ func (f *Forwarder) Forward(ctx context.Context, req *Request) (*Result, error) 
 			streamCancel()
 			return nil, f.expired(endCause, attempts)
 		}
-		host := route.Hosts[(n-1)%len(route.Hosts)]
-		ar := f.attempt(streamCtx, rt, req, path, host, now)
+		host := hosts[(n-1)%len(hosts)]
+		ar := f.attempt(streamCtx, rt, req, path, host, now, false)
+		if retrying {
+			f.RetryBudget.release()
+			retrying = false
+		}
+		if ar.authErr != nil {
+			streamCancel()
+			return nil, f.authFailed(ar.authErr, attempts)
+		}
+		f.recordHost(route, host, ar)
 		if attempts == nil {
 			// The first entry lives in its attemptResult: one allocation.
 			ar.first[0] = ar.record
@@ -154,7 +185,9 @@ func (f *Forwarder) Forward(ctx context.Context, req *Request) (*Result, error) 
 		}
 		// The attempt failed: try again if the rules and the budget allow.
 		wait, ok := f.nextWait(req, ar, n, maxAttempts)
-		if !ok || wait >= time.Until(end) { // no wait that outlasts the budget
+		ok = ok && wait < time.Until(end) && f.retrySlot() // no wait that outlasts the budget
+		retrying = ok
+		if !ok {
 			if ar.resp != nil {
 				return f.deliver(ar, attempts, route, streamCancel), nil
 			}
@@ -187,6 +220,7 @@ type attemptResult struct {
 	ctx        context.Context
 	dial       bool // failed before the request left: always safe to retry
 	clientGone bool
+	authErr    error // the route's credential could not be had: nothing sent
 	retryAfter time.Duration
 	out        outgoing   // storage for the attempt's request, allocated with it
 	first      [1]Attempt // storage for the timeline when this is its first entry
@@ -208,17 +242,30 @@ func (a *attemptResult) close() {
 	}
 }
 
-func (f *Forwarder) attempt(parent context.Context, rt http.RoundTripper, req *Request, path string, host *url.URL, start time.Time) *attemptResult {
+// attempt makes one attempt at host, started at start. A hedged attempt
+// is cut only by the TTL and the execution limit: its Timeout starts the
+// next attempt beside it instead (hedge.go).
+func (f *Forwarder) attempt(parent context.Context, rt http.RoundTripper, req *Request, path string, host *url.URL, start time.Time, hedged bool) *attemptResult {
 	deadline, cause := req.Budget.Attempt(start)
 	window := deadline.Sub(start)
+	if hedged {
+		deadline, cause = req.Budget.End()
+	}
 	ctx, cancel := context.WithCancelCause(parent)
-	timer := time.AfterFunc(window, func() { cancel(deadlineError{cause}) })
+	timer := time.AfterFunc(deadline.Sub(start), func() { cancel(deadlineError{cause}) })
 	ar := &attemptResult{cancel: cancel, ctx: ctx, record: Attempt{Host: host.Host}}
 	octx := ctx
 	if recordsHeads(rt) {
 		octx = ar.traceConn(ctx)
 	}
 	out := ar.out.build(octx, req, path, host, window)
+	if err := f.authorize(ctx, req, out); err != nil {
+		timer.Stop()
+		cancel(context.Canceled)
+		ar.cancel = nil
+		ar.authErr = err
+		return ar
+	}
 	if f.Stats != nil {
 		f.Stats.Attempts.Add(1)
 	}
@@ -545,6 +592,9 @@ func (o *outgoing) build(ctx context.Context, req *Request, path string, host *u
 			continue
 		}
 		h[k] = v
+	}
+	if a := req.Route; a != nil && a.Auth != nil {
+		authHeaders(h, a.Auth) // the client's credential is not the backend's
 	}
 	removeConnectionNamed(h, req.Header["Connection"]) // RemoveHopHeaders' other half
 	// One backing array for the values set here, in o. Each value is its

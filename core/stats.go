@@ -36,6 +36,12 @@ type Stats struct {
 	// Async hand-offs.
 	AsyncAccepted    atomic.Int64
 	AsyncUnavailable atomic.Int64
+
+	// Upstream policy (CONTRACT §4).
+	Hedges               atomic.Int64 // attempts started beside one whose Timeout fired
+	RetryBudgetExhausted atomic.Int64 // retries or hedges the retry budget refused
+	Ejections            atomic.Int64 // hosts ejected
+	EndBackendAuthFailed atomic.Int64 // a route's backend credential could not be had
 }
 
 func (s *Stats) countTimeout(c Cause) {
@@ -91,6 +97,8 @@ func (s *Stats) countEnd(r Reason) {
 		s.EndRequestTimeout.Add(1)
 	case ReasonAsyncUnavailable:
 		s.AsyncUnavailable.Add(1)
+	case ReasonBackendAuthFailed:
+		s.EndBackendAuthFailed.Add(1)
 	}
 }
 
@@ -130,5 +138,9 @@ func (s *Stats) Snapshot() map[string]int64 {
 		"stream_backend_cut":             s.StreamBackendCut.Load(),
 		"async_accepted":                 s.AsyncAccepted.Load(),
 		"async_unavailable":              s.AsyncUnavailable.Load(),
+		"hedges":                         s.Hedges.Load(),
+		"retry_budget_exhausted":         s.RetryBudgetExhausted.Load(),
+		"ejections":                      s.Ejections.Load(),
+		"end_backend_auth_failed":        s.EndBackendAuthFailed.Load(),
 	}
 }

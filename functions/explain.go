@@ -56,6 +56,7 @@ func explainCmd(args []string, env func(string) (string, bool), now time.Time, s
 		backoff   = fs.String("backoff", "", "retry backoff base in ms, waited at its worst case (RetryBackoffMs; default "+strconv.FormatInt(def.RetryBackoffMs.D().Milliseconds(), 10)+")")
 		method    = fs.String("method", "GET", "the request's method; POST and PATCH are retried after a timeout only with --idempotency-key")
 		idemKey   = fs.Bool("idempotency-key", false, "the client sent an Idempotency-Key")
+		hedge     = fs.Bool("hedge", false, "the route hedges on the per-try timeout (hedgeOnPerTryTimeout): the next attempt starts beside one whose Timeout fired")
 	)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -138,6 +139,7 @@ func explainCmd(args []string, env func(string) (string, bool), now time.Time, s
 	}
 	p.MaxAttempts = int(count)
 	p.BackoffBase = base.D()
+	p.Hedge = *hedge
 	p.Replies, err = parseReplies(*attempts)
 	if err != nil {
 		return explainBad(stderr, "attempts", *attempts, err.Error())
@@ -152,6 +154,9 @@ func explainCmd(args []string, env func(string) (string, bool), now time.Time, s
 	fmt.Fprintf(stdout, "settings: TTL %s s; Timeout %d ms%s; %s; queue wait %s s; %s; %s\n\n",
 		explainSecs(p.TTL), p.Timeout.Milliseconds(), tmoFrom, explainAttemptsText(t.Params.MaxAttempts, countFrom),
 		explainSecs(p.QueueWait), explainLimitText(p, fnFrom), explainBackoffText(p.BackoffBase))
+	if p.Hedge && !t.Hedged {
+		fmt.Fprintf(stdout, "note: --hedge has no effect here: a request hedges only with MaxAttempts above 1 and a safe method, or a client Idempotency-Key\n\n")
+	}
 	if err := writeTable(stdout, &t, ttlText); err != nil {
 		fmt.Fprintf(stderr, "explain: write: %v\n", err)
 		return 1

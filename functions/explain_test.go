@@ -167,3 +167,27 @@ func TestExplainHelp(t *testing.T) {
 		}
 	}
 }
+
+// TestExplainHedged draws a hedged timeline: the second attempt starts
+// beside the first when its Timeout fires, the first answers, the second
+// is cancelled then.
+func TestExplainHedged(t *testing.T) {
+	code, out, errOut := runExplainWith(t, nil, "--ttl", "10", "--timeout", "1000", "--max-attempts", "3", "--hedge", "--attempts", "ok@1.5s,timeout")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{
+		"1.000  attempt 2 starts beside attempt 1, whose Timeout fired (hedge)",
+		"1.500  attempt 1 ends: answered 200",
+		"1.500  attempt 2 ends: cancelled, still running when the request ended",
+		"1.500  answer: 200 from the backend, passed through",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	_, out, _ = runExplainWith(t, nil, "--ttl", "10", "--timeout", "1000", "--max-attempts", "3", "--hedge", "--method", "POST")
+	if !strings.Contains(out, "--hedge has no effect") || strings.Contains(out, "beside") {
+		t.Errorf("a POST without a key hedged:\n%s", out)
+	}
+}

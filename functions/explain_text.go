@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -118,12 +120,8 @@ func writeTable(w io.Writer, t *core.Timeline, ttlFrom string) error {
 	if p.QueueWait > 0 {
 		row(p.QueueWait, "queue wait over (%s s)", secs(p.QueueWait))
 	}
-	for _, a := range t.Attempts {
-		if a.Wait > 0 {
-			row(a.Start-a.Wait, "backoff wait %s s (worst case for retry %d)", secs(a.Wait), a.N-1)
-		}
-		row(a.Start, "attempt %d starts; window %s s (bounded by %s)", a.N, secs(a.Window), boundName(a.Bound))
-		row(a.End, "attempt %d ends: %s", a.N, ending(a))
+	for _, r := range attemptRows(t) {
+		row(r.at, "%s", r.text)
 	}
 	answer := strconv.Itoa(t.Status) + " " + t.Code()
 	if t.Reason == core.ReasonNone {
@@ -163,6 +161,12 @@ func why(t *core.Timeline) string {
 		return ""
 	}
 	a := t.Attempts[len(t.Attempts)-1]
+	if t.Hedged {
+		a = t.Attempts[t.Decider]
+		if t.Reason == core.ReasonAttemptTimeout {
+			return fmt.Sprintf("attempt %d ran out of its Timeout (%s s) with no attempt left to start beside it (MaxAttempts=%d); every attempt still running is cancelled", a.N, secs(a.Window), t.Params.MaxAttempts)
+		}
+	}
 	rec := a.Record
 	if t.Stop == core.StopAnswered {
 		s := fmt.Sprintf("attempt %d answered %d after %s s", a.N, rec.Status, secs(a.End-a.Start))
@@ -230,8 +234,42 @@ func hintText(t *core.Timeline, h core.Hint) string {
 	return fmt.Sprintf("hint %d", h)
 }
 
+// explainRow is one row of the table's attempts.
+type explainRow struct {
+	at   time.Duration
+	text string
+}
+
+// attemptRows lists the attempts' events; those of a hedged timeline,
+// whose attempts overlap, in time order.
+func attemptRows(t *core.Timeline) []explainRow {
+	var rows []explainRow
+	for _, a := range t.Attempts {
+		if a.Wait > 0 {
+			rows = append(rows, explainRow{a.Start - a.Wait, fmt.Sprintf("backoff wait %s s (worst case for retry %d)", secs(a.Wait), a.N-1)})
+		}
+		beside := ""
+		if a.Beside > 0 {
+			beside = fmt.Sprintf(" beside attempt %d, whose Timeout fired (hedge)", a.Beside)
+		}
+		rows = append(rows, explainRow{a.Start, fmt.Sprintf("attempt %d starts%s; window %s s (bounded by %s)", a.N, beside, secs(a.Window), boundName(a.Bound))})
+		rows = append(rows, explainRow{a.End, fmt.Sprintf("attempt %d ends: %s", a.N, ending(a))})
+	}
+	if t.Hedged {
+		slices.SortStableFunc(rows, func(x, y explainRow) int { return cmp.Compare(x.at, y.at) })
+	}
+	return rows
+}
+
 // ending describes how a ended, for the table.
 func ending(a core.ExplainedAttempt) string {
+	if a.Cancelled {
+		s := "cancelled, still running when the request ended (its backend sees the connection closed)"
+		if a.Record.Outcome == core.OutcomeTimeout {
+			s = "cancelled past its Timeout, still running when the request ended (its backend sees the connection closed)"
+		}
+		return s
+	}
 	switch a.Record.Outcome {
 	case core.OutcomeStatus:
 		return fmt.Sprintf("answered %d", a.Record.Status)

@@ -145,6 +145,9 @@ func newGateway(ctx context.Context, s *core.Settings, limit time.Duration, host
 		BackoffBase: s.RetryBackoffMs.D(),
 		Stats:       stats,
 	}
+	if err := upstreamPolicy(ctx, s, fwd); err != nil {
+		return nil, err
+	}
 	h := &httpapi.Handler{Settings: s, Forwarder: fwd, Stats: stats, Logger: logger, Host: host}
 	gw := &gateway{handler: h, runWorkers: func(context.Context) {}, drain: func(context.Context) error { return nil }}
 	if err := wireAsync(ctx, s, h, gw, limit, logger); err != nil {

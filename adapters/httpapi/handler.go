@@ -78,7 +78,7 @@ func (h *Handler) serveOwn(w http.ResponseWriter, r *http.Request, rest string) 
 	case rest == "health":
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	case rest == "stats":
-		writeJSON(w, http.StatusOK, h.Stats.Snapshot())
+		writeJSON(w, http.StatusOK, h.statsDoc())
 	case strings.HasPrefix(rest, "blobs/") && h.Blobs != nil:
 		h.Blobs.ServeHTTP(w, r)
 	case strings.HasPrefix(rest, "async/") && h.Async != nil:

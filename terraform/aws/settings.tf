@@ -26,6 +26,9 @@ locals {
     PublicBaseURL         = var.public_base_url
     MaxContinuations      = tostring(var.max_continuations)
     InvokeMode            = var.invoke_mode
+
+    RetryBudgetPercent        = tostring(var.retry_budget_percent)
+    RetryBudgetMinConcurrency = tostring(var.retry_budget_min_concurrency)
   }
 
   # The gateway's defaults, as it writes them (core.Settings' tags).
@@ -43,6 +46,9 @@ locals {
     AsyncTTLSecs          = "86400"
     MaxContinuations      = "16"
     InvokeMode            = "BUFFERED"
+
+    RetryBudgetPercent        = "20"
+    RetryBudgetMinConcurrency = "3"
   }
 
   app_settings = merge(

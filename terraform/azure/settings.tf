@@ -25,6 +25,9 @@ locals {
     FunctionTimeoutSecs   = tostring(var.function_timeout_secs)
     PublicBaseURL         = var.public_base_url
     MaxContinuations      = tostring(var.max_continuations)
+
+    RetryBudgetPercent        = tostring(var.retry_budget_percent)
+    RetryBudgetMinConcurrency = tostring(var.retry_budget_min_concurrency)
   }
 
   # The gateway's defaults, as it writes them (core.Settings' tags).
@@ -41,6 +44,9 @@ locals {
     AsyncTimeout          = "1800000"
     AsyncTTLSecs          = "86400"
     MaxContinuations      = "16"
+
+    RetryBudgetPercent        = "20"
+    RetryBudgetMinConcurrency = "3"
   }
 
   app_settings = merge(

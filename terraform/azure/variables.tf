@@ -157,6 +157,17 @@ variable "routes" {
     firstByteTimeoutMs = optional(number)
     idleTimeoutMs      = optional(number)
     async              = optional(bool)
+    # Upstream policy (docs/settings.md, "Upstream policy per route").
+    hedgeOnPerTryTimeout = optional(bool)
+    ejectAfterFailures   = optional(number)
+    ejectForMs           = optional(number)
+    auth = optional(object({
+      type                      = string
+      scope                     = optional(string)
+      service                   = optional(string)
+      region                    = optional(string)
+      clientAuthorizationHeader = optional(string)
+    }))
   }))
   default = null
 
@@ -350,5 +361,29 @@ variable "max_continuations" {
   validation {
     condition     = var.max_continuations > 0 && floor(var.max_continuations) == var.max_continuations
     error_message = "The max_continuations value must be a positive whole number."
+  }
+}
+
+variable "retry_budget_percent" {
+  description = "RetryBudgetPercent: retries and hedges in flight on an instance stay under max(RetryBudgetMinConcurrency, this percent of the requests in flight)."
+  type        = number
+  default     = 20
+  nullable    = false
+
+  validation {
+    condition     = var.retry_budget_percent >= 1 && var.retry_budget_percent <= 100 && floor(var.retry_budget_percent) == var.retry_budget_percent
+    error_message = "The retry_budget_percent value must be a whole number from 1 to 100."
+  }
+}
+
+variable "retry_budget_min_concurrency" {
+  description = "RetryBudgetMinConcurrency: the retries always allowed in flight on an instance, however few the requests."
+  type        = number
+  default     = 3
+  nullable    = false
+
+  validation {
+    condition     = var.retry_budget_min_concurrency > 0 && floor(var.retry_budget_min_concurrency) == var.retry_budget_min_concurrency
+    error_message = "The retry_budget_min_concurrency value must be a positive whole number."
   }
 }

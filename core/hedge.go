@@ -1,0 +1,275 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// This file is hedging on the per-try timeout (CONTRACT §4), Envoy's
+// hedge_on_per_try_timeout: when an attempt's Timeout fires while the TTL
+// still has time, the attempt is not cancelled; the next one starts beside
+// it, and the first acceptable answer wins. Every other attempt still
+// running is cancelled then, so its backend sees the connection closed.
+//
+// The request ends at the latest of these instants: an acceptable answer
+// from any attempt; the Timeout of the latest attempt when no attempt may
+// follow it (MaxAttempts reached, the retry budget spent, no time left),
+// which cancels those still running; or when nothing runs any more and
+// nothing may start. The TTL and the execution limit cut every attempt.
+
+// OutcomeCancelled is the outcome of a hedged attempt cancelled because
+// another attempt of its request answered first.
+const OutcomeCancelled Outcome = "cancelled"
+
+// errHedgeLost cancels the attempts that lost the race.
+var errHedgeLost = errors.New("another hedged attempt answered first")
+
+// hedgeable reports whether req may hedge: its route asks for it, the
+// request may be sent twice (a safe method, or a client Idempotency-Key),
+// its body is buffered, it is not an upgrade, and a Timeout bounds its
+// attempts.
+func hedgeable(req *Request) bool {
+	if !req.Route.HedgeOnPerTryTimeout || req.BodyStream != nil || req.Upgrade != "" || req.Budget.Timeout <= 0 {
+		return false
+	}
+	return maySendTwice(req.Method, req.ClientKey)
+}
+
+// maySendTwice reports whether a request may run two attempts at once: a
+// safe method, or a client Idempotency-Key. Forward and Explain both ask.
+func maySendTwice(method string, clientKey bool) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	return clientKey
+}
+
+// hedgeSlot is one attempt of a hedged request, owned by the loop.
+type hedgeSlot struct {
+	host     *url.URL
+	start    time.Time
+	cancel   context.CancelCauseFunc
+	ar       *attemptResult // once done
+	done     bool
+	retrying bool // holds a RetryBudget slot
+}
+
+type hedgeDone struct {
+	i  int
+	ar *attemptResult
+}
+
+// hedgeRun is the state of one hedged request.
+type hedgeRun struct {
+	f            *Forwarder
+	rt           http.RoundTripper
+	req          *Request // Informational off: attempts run side by side
+	path         string
+	hosts        HostList
+	streamCtx    context.Context
+	streamCancel context.CancelFunc
+	max          int
+	slots        []*hedgeSlot
+	running      int
+	results      chan hedgeDone
+}
+
+// forwardHedged is Forward for a hedgeable request.
+func (f *Forwarder) forwardHedged(ctx, streamCtx context.Context, streamCancel context.CancelFunc, rt http.RoundTripper, req *Request, path string, hosts HostList, maxAttempts int) (*Result, error) {
+	hreq := *req
+	hreq.Informational = nil // 1xx answers cannot be relayed from attempts side by side
+	h := &hedgeRun{f: f, rt: rt, req: &hreq, path: path, hosts: hosts, streamCtx: streamCtx, streamCancel: streamCancel,
+		max: maxAttempts, results: make(chan hedgeDone, maxAttempts)}
+	defer h.release()
+	end, endCause := req.Budget.End()
+	if !time.Now().Before(end) {
+		streamCancel()
+		return nil, f.expired(endCause, nil)
+	}
+	perTry := time.NewTimer(req.Budget.Timeout)
+	defer perTry.Stop()
+	h.start(false)
+	var wait *time.Timer
+	var waitC <-chan time.Time
+	defer func() {
+		if wait != nil {
+			wait.Stop()
+		}
+	}()
+	latestDone := false // the latest attempt has ended, unanswered
+	for {
+		select {
+		case d := <-h.results:
+			h.running--
+			s := h.slots[d.i]
+			s.ar, s.done = d.ar, true
+			h.releaseSlot(s)
+			ar := d.ar
+			if ar.authErr != nil {
+				h.cancelAll()
+				streamCancel()
+				return nil, f.authFailed(ar.authErr, h.records(d.i))
+			}
+			f.recordHost(req.Route, s.host, ar)
+			if ar.clientGone {
+				return nil, h.clientGone(ctx, ar)
+			}
+			if ar.resp != nil && !retryableStatus(ar.resp.StatusCode) {
+				h.cancelAll()
+				return f.deliver(ar, h.records(-1), req.Route, streamCancel), nil
+			}
+			latest := d.i == len(h.slots)-1
+			if !latest {
+				ar.close()
+				if h.running == 0 && latestDone && waitC == nil {
+					return h.finish(h.slots[len(h.slots)-1].ar)
+				}
+				continue
+			}
+			latestDone = true
+			w, ok := f.nextWait(req, ar, len(h.slots), h.max)
+			if ok = ok && w < time.Until(end) && f.retrySlot(); ok {
+				if f.Stats != nil {
+					f.Stats.Retries.Add(1)
+				}
+				ar.close()
+				perTry.Stop()
+				wait = time.NewTimer(w)
+				waitC = wait.C
+				continue
+			}
+			if h.running == 0 {
+				return h.finish(ar)
+			}
+			// Older attempts still run, until this one's Timeout.
+		case <-waitC:
+			waitC = nil
+			latestDone = false
+			h.start(true)
+			perTry.Reset(req.Budget.Timeout)
+		case <-perTry.C:
+			if latestDone {
+				h.cancelAll()
+				return h.finish(h.slots[len(h.slots)-1].ar)
+			}
+			if time.Until(end) <= 0 {
+				continue // the TTL or the execution limit cuts them all now
+			}
+			f.Stats.countTimeout(CauseTimeout)
+			if len(h.slots) < h.max && f.retrySlot() {
+				if f.Stats != nil {
+					f.Stats.Retries.Add(1)
+					f.Stats.Hedges.Add(1)
+				}
+				h.start(true)
+				perTry.Reset(req.Budget.Timeout)
+				continue
+			}
+			// No attempt may follow: the request ends with its Timeout.
+			h.cancelAll()
+			streamCancel()
+			f.Stats.countEnd(ReasonAttemptTimeout)
+			return nil, &Error{Reason: ReasonAttemptTimeout, Message: "the last attempt ran out of its Timeout", Attempts: h.records(-1)}
+		case <-ctx.Done():
+			return nil, h.clientGone(ctx, nil)
+		}
+	}
+}
+
+// start starts the next attempt; retry says it holds a RetryBudget slot.
+func (h *hedgeRun) start(retry bool) {
+	now := time.Now()
+	i := len(h.slots)
+	actx, cancel := context.WithCancelCause(h.streamCtx)
+	s := &hedgeSlot{host: h.hosts[i%len(h.hosts)], start: now, cancel: cancel, retrying: retry}
+	h.slots = append(h.slots, s)
+	h.running++
+	go func() {
+		h.results <- hedgeDone{i, h.f.attempt(actx, h.rt, h.req, h.path, s.host, now, true)}
+	}()
+}
+
+func (h *hedgeRun) releaseSlot(s *hedgeSlot) {
+	if s.retrying {
+		s.retrying = false
+		h.f.RetryBudget.release()
+	}
+}
+
+// release gives back the budget slots of attempts still running when the
+// request ends.
+func (h *hedgeRun) release() {
+	for _, s := range h.slots {
+		h.releaseSlot(s)
+	}
+}
+
+// cancelAll cancels the attempts still running, so their backends see the
+// connection closed, and waits for them to end (at once: a cancelled
+// RoundTrip returns), closing what they return. Waiting leaves nothing
+// behind: on Lambda the process may be frozen as soon as Forward returns.
+// Their records are taken when the cancellation is decided (records).
+func (h *hedgeRun) cancelAll() {
+	if h.running == 0 {
+		return
+	}
+	for _, s := range h.slots {
+		if !s.done {
+			s.cancel(errHedgeLost)
+		}
+	}
+	for ; h.running > 0; h.running-- {
+		d := <-h.results
+		d.ar.close()
+	}
+}
+
+// records is the attempt timeline in start order: the finished attempts'
+// records, and the ones cancelled still running as OutcomeCancelled, or as
+// a timeout when their Timeout had fired. upTo, if not -1, keeps only the
+// attempts started before it.
+func (h *hedgeRun) records(upTo int) []Attempt {
+	now := time.Now()
+	slots := h.slots
+	if upTo >= 0 {
+		slots = slots[:upTo]
+	}
+	out := make([]Attempt, 0, len(slots))
+	for _, s := range slots {
+		if s.done {
+			out = append(out, s.ar.record)
+			continue
+		}
+		a := Attempt{Host: s.host.Host, Outcome: OutcomeCancelled, DurationMs: durationMs(now.Sub(s.start))}
+		if now.Sub(s.start) >= h.req.Budget.Timeout {
+			a.Outcome, a.Cause = OutcomeTimeout, CauseTimeout
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// finish ends the request with what its latest attempt, ar, gave.
+func (h *hedgeRun) finish(ar *attemptResult) (*Result, error) {
+	h.cancelAll()
+	attempts := h.records(-1)
+	if ar.resp != nil {
+		return h.f.deliver(ar, attempts, h.req.Route, h.streamCancel), nil
+	}
+	h.streamCancel()
+	return nil, h.f.failure(ar, attempts)
+}
+
+func (h *hedgeRun) clientGone(ctx context.Context, ar *attemptResult) error {
+	if ar != nil {
+		ar.close()
+	}
+	h.cancelAll()
+	h.streamCancel()
+	h.f.Stats.countEnd(ReasonClientGone)
+	return &Error{Reason: ReasonClientGone, Attempts: h.records(-1), Err: context.Cause(ctx)}
+}
