@@ -104,7 +104,7 @@ func TestSettingsReferenceMatchesCode(t *testing.T) {
 		case reflect.TypeFor[core.Seconds]():
 			unitOK = r.unit == "s" || strings.HasPrefix(r.unit, "s ")
 		case reflect.TypeFor[core.Count]():
-			unitOK = r.unit == "count" || r.unit == "bytes"
+			unitOK = r.unit == "count" || r.unit == "bytes" || r.unit == "%"
 		case reflect.TypeFor[core.Bool]():
 			unitOK = r.unit == "bool"
 		default:

@@ -29,6 +29,11 @@ locals {
 
     RetryBudgetPercent        = tostring(var.retry_budget_percent)
     RetryBudgetMinConcurrency = tostring(var.retry_budget_min_concurrency)
+
+    AsyncInlineResultBytes     = tostring(var.async_inline_result_bytes)
+    MaxContinuationsPerProfile = var.max_continuations_per_profile == null ? null : tostring(var.max_continuations_per_profile)
+    IdempotencyScopeHeaders    = join(",", var.idempotency_scope_headers)
+    TrustedProxies             = length(var.trusted_proxies) == 0 ? null : join(",", var.trusted_proxies)
   }
 
   # The gateway's defaults, as it writes them (core.Settings' tags).
@@ -49,6 +54,9 @@ locals {
 
     RetryBudgetPercent        = "20"
     RetryBudgetMinConcurrency = "3"
+
+    AsyncInlineResultBytes  = "1048576"
+    IdempotencyScopeHeaders = "Authorization"
   }
 
   app_settings = merge(

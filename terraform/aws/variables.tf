@@ -444,3 +444,50 @@ variable "retry_budget_min_concurrency" {
     error_message = "The retry_budget_min_concurrency value must be a positive whole number."
   }
 }
+
+variable "async_inline_result_bytes" {
+  description = "AsyncInlineResultBytes: a finished async result up to this size is answered by the status URI itself; a larger successful one is answered 303 to its signed data URL. At most 4194304."
+  type        = number
+  default     = 1048576
+  nullable    = false
+
+  validation {
+    condition     = var.async_inline_result_bytes > 0 && var.async_inline_result_bytes <= 4194304 && floor(var.async_inline_result_bytes) == var.async_inline_result_bytes
+    error_message = "The async_inline_result_bytes value must be a whole number from 1 to 4194304."
+  }
+}
+
+variable "max_continuations_per_profile" {
+  description = "MaxContinuationsPerProfile: continuation slots one profile may hold on an instance; null means the gateway's default, half of max_continuations rounded up."
+  type        = number
+  default     = null
+
+  validation {
+    condition     = var.max_continuations_per_profile == null || try(var.max_continuations_per_profile > 0 && floor(var.max_continuations_per_profile) == var.max_continuations_per_profile, false)
+    error_message = "The max_continuations_per_profile value must be a positive whole number, or null."
+  }
+}
+
+variable "idempotency_scope_headers" {
+  description = "IdempotencyScopeHeaders: the request headers whose values (hashed) scope an Idempotency-Key, with the profile and the caller identity the platform verified."
+  type        = list(string)
+  default     = ["Authorization"]
+  nullable    = false
+
+  validation {
+    condition     = length(var.idempotency_scope_headers) > 0 && alltrue([for h in var.idempotency_scope_headers : can(regex("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$", h))])
+    error_message = "The idempotency_scope_headers value must be a non-empty list of header names."
+  }
+}
+
+variable "trusted_proxies" {
+  description = "TrustedProxies: CIDRs of proxies in front of the platform's own front end (API Management, a CDN) whose X-Forwarded-*, Forwarded and X-Request-Start headers are believed; the platform's front end is trusted without it."
+  type        = list(string)
+  default     = []
+  nullable    = false
+
+  validation {
+    condition     = alltrue([for c in var.trusted_proxies : can(cidrhost(c, 0))])
+    error_message = "The trusted_proxies value must be a list of CIDRs such as 203.0.113.0/24."
+  }
+}
