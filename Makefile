@@ -16,6 +16,8 @@ RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 GOARCH_LAMBDA ?= amd64
 FAUXQS_VERSION := 2.4.1
 VERSITYGW_VERSION := v1.8.0
+# Jaeger v2 all-in-one: the OTLP receiver and trace query API the tests/otel tests assert on.
+JAEGER_VERSION := v1.76.0
 # The Node rule re-runs when a pinned version changes.
 NODE_STAMP := $(NODE_DIR)/.installed-node$(NODE_VERSION)-azurite$(AZURITE_VERSION)-fauxqs$(FAUXQS_VERSION)
 
@@ -66,7 +68,7 @@ tflint: $(TOOLS)/bin/tflint
 		tflint --config=$(CURDIR)/.tflint.hcl --chdir=$$d --minimum-failure-severity=notice || exit 1; \
 	done
 
-tools: $(TOOLS)/bin/staticcheck $(TOOLS)/bin/benchstat $(TOOLS)/bin/tflint $(NODE_STAMP) $(TOOLS)/bin/versitygw $(TOOLS)/bin/aws-lambda-rie
+tools: $(TOOLS)/bin/staticcheck $(TOOLS)/bin/benchstat $(TOOLS)/bin/tflint $(NODE_STAMP) $(TOOLS)/bin/versitygw $(TOOLS)/bin/aws-lambda-rie $(TOOLS)/bin/jaeger
 
 $(TOOLS)/bin/staticcheck:
 	go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
@@ -83,6 +85,14 @@ $(TOOLS)/bin/versitygw:
 
 $(TOOLS)/bin/aws-lambda-rie:
 	go install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
+
+# jaeger: its module has replace directives, so `go install pkg@version` refuses it; it is
+# built from a scratch module in .tools/jaeger-src that requires the pinned version.
+$(TOOLS)/bin/jaeger:
+	mkdir -p $(TOOLS)/jaeger-src
+	cd $(TOOLS)/jaeger-src && { [ -f go.mod ] || go mod init jaeger-tool; } && \
+		go get -tool github.com/jaegertracing/jaeger/cmd/jaeger@$(JAEGER_VERSION) && \
+		go build -o $(TOOLS)/bin/jaeger github.com/jaegertracing/jaeger/cmd/jaeger
 
 ## package-aws: dist/aws-lambda.zip, the Lambda's code (provided.al2023, bootstrap).
 package-aws:

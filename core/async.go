@@ -357,7 +357,9 @@ func asyncUnavailable(what string, err error) *Error {
 // req.Body is stored whole; a req.BodyStream not yet read is streamed to
 // the store instead, and its continuation sends it by one attempt only.
 func (a *Async) Submit(ctx context.Context, req *Request, profile *Profile, inflight bool) (*Accepted, *Claim, error) {
+	ctx, end := a.startHandoff(ctx, req)
 	acc, c, err := a.submit(ctx, req, profile, inflight)
+	end(acc, err)
 	if err != nil {
 		a.Stats.countEnd(ReasonOf(err))
 		return nil, nil, err
@@ -494,7 +496,7 @@ func snapshotRequest(req *Request) requestSnapshot {
 	return requestSnapshot{
 		Method: req.Method, Path: req.Path, RawQuery: req.RawQuery, Header: req.Header.Clone(),
 		Host: req.Host, RemoteAddr: req.RemoteAddr, Proto: req.Proto,
-		IdempotencyKey: req.IdempotencyKey, ClientKey: req.ClientKey,
+		IdempotencyKey: req.IdempotencyKey, ClientKey: req.ClientKey, Trace: req.traceContext,
 	}
 }
 

@@ -93,6 +93,8 @@ func (a *Async) continueRequest(ctx context.Context, id string) error {
 	case err != nil:
 		return fmt.Errorf("claim %s: %w", id, err)
 	}
+	ctx, endObs := a.startContinuation(ctx, rec)
+	defer endObs()
 
 	work, cancel := context.WithCancelCause(ctx)
 	stop := a.keepLease(ctx, id, owner, a.leaseLen(), deadline, cancel)
@@ -134,7 +136,7 @@ func (a *Async) continueRequest(ctx context.Context, id string) error {
 		defer body.Close()
 	}
 	res, ferr := a.forwarder().Forward(work, req)
-	return a.settle(ctx, s, res, ferr)
+	return a.settleObserved(ctx, s, res, ferr)
 }
 
 // reportCorrupt reports the undecodable record of id to OnError once:
@@ -546,7 +548,7 @@ func (a *Async) Finish(ctx context.Context, c *Claim, res *Result, err error) er
 		closeRes()
 		return ErrLeaseLost
 	}
-	return a.settle(ctx, s, res, err)
+	return a.settleObserved(ctx, s, res, err)
 }
 
 // joinAttempts returns a new timeline: prev, then more.

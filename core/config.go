@@ -86,6 +86,9 @@ type Settings struct {
 	InvokeMode InvokeMode `default:"BUFFERED"`
 	// ListenAddr is the local host's listen address.
 	ListenAddr string `default:"127.0.0.1:8080"`
+	// EmfNamespace, if set, is the CloudWatch namespace of the Embedded
+	// Metric Format metrics the per-request log line then carries.
+	EmfNamespace EmfNamespace
 }
 
 // DefaultSettings returns the documented defaults of CONTRACT §2, read

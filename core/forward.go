@@ -60,6 +60,8 @@ type Request struct {
 	Informational func(code int, header textproto.MIMEHeader) error
 
 	trace httptrace.ClientTrace // the attempt's, calling Informational
+
+	traceContext string // Observer.TraceContext at the async hand-off
 }
 
 // Result is a backend response the client gets: its status and headers
@@ -80,6 +82,8 @@ type Forwarder struct {
 	BackoffBase time.Duration
 	// Stats, if set, counts attempts and the deadlines that cut them.
 	Stats *Stats
+	// Observer, if set, records attempts and backoff waits (telemetry).
+	Observer Observer
 }
 
 // deadlineError is the cancellation cause of an attempt or stream that a
@@ -131,7 +135,7 @@ func (f *Forwarder) Forward(ctx context.Context, req *Request) (*Result, error) 
 			return nil, f.expired(endCause, attempts)
 		}
 		host := route.Hosts[(n-1)%len(route.Hosts)]
-		ar := f.attempt(streamCtx, rt, req, path, host, now)
+		ar := f.attempt(streamCtx, rt, req, path, host, now, n)
 		if attempts == nil {
 			// The first entry lives in its attemptResult: one allocation.
 			ar.first[0] = ar.record
@@ -162,6 +166,9 @@ func (f *Forwarder) Forward(ctx context.Context, req *Request) (*Result, error) 
 			f.Stats.Retries.Add(1)
 		}
 		if wait > 0 {
+			if f.Observer != nil {
+				f.Observer.Backoff(ctx, n, time.Now(), wait)
+			}
 			t := time.NewTimer(wait)
 			select {
 			case <-t.C:
@@ -203,7 +210,7 @@ func (a *attemptResult) close() {
 	}
 }
 
-func (f *Forwarder) attempt(parent context.Context, rt http.RoundTripper, req *Request, path string, host *url.URL, start time.Time) *attemptResult {
+func (f *Forwarder) attempt(parent context.Context, rt http.RoundTripper, req *Request, path string, host *url.URL, start time.Time, n int) *attemptResult {
 	deadline, cause := req.Budget.Attempt(start)
 	window := deadline.Sub(start)
 	ctx, cancel := context.WithCancelCause(parent)
@@ -212,6 +219,11 @@ func (f *Forwarder) attempt(parent context.Context, rt http.RoundTripper, req *R
 	out := ar.out.build(ctx, req, path, host, window)
 	if f.Stats != nil {
 		f.Stats.Attempts.Add(1)
+	}
+	if f.Observer != nil {
+		end := f.Observer.StartAttempt(ctx, AttemptStart{N: n, Host: host.Host, Method: req.Method, Path: out.URL.Path,
+			Scheme: host.Scheme, Budget: window, Cause: cause}, out.Header)
+		defer func() { end(ar.record) }()
 	}
 	resp, err := rt.RoundTrip(out)
 	stopped := timer.Stop()

@@ -1,0 +1,87 @@
+package otel
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"go.opentelemetry.io/otel/metric"
+)
+
+// instruments registers the metrics (CONTRACT §7): every /_gateway/stats
+// counter under its own name, read from core.Stats at collection (no cost
+// per request); the request and attempt duration histograms of the HTTP
+// semantic conventions; and the gauges.
+func (t *Telemetry) instruments(o Options) error {
+	m := t.mp.Meter(ScopeName)
+	var err error
+	if t.reqDuration, err = m.Float64Histogram("http.server.request.duration", metric.WithUnit("s"),
+		metric.WithDescription("Duration of gateway requests, arrival to the end of the answer.")); err != nil {
+		return fmt.Errorf("otel metric: %w", err)
+	}
+	if t.attemptDur, err = m.Float64Histogram("http.client.request.duration", metric.WithUnit("s"),
+		metric.WithDescription("Duration of attempts, until the backend's answer headers or the failure.")); err != nil {
+		return fmt.Errorf("otel metric: %w", err)
+	}
+	var obs []metric.Observable
+	counters := map[string]metric.Int64ObservableCounter{}
+	if o.Stats != nil {
+		names := make([]string, 0, 24)
+		for k := range o.Stats.Snapshot() {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			c, err := m.Int64ObservableCounter(k, metric.WithDescription("The /_gateway/stats counter "+k+"."))
+			if err != nil {
+				return fmt.Errorf("otel metric %s: %w", k, err)
+			}
+			counters[k] = c
+			obs = append(obs, c)
+		}
+	}
+	gauge := func(name, unit, desc string) (metric.Int64ObservableGauge, error) {
+		g, err := m.Int64ObservableGauge(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		if err == nil {
+			obs = append(obs, g)
+		}
+		return g, err
+	}
+	inFlight, err := gauge("requests_in_flight", "{request}", "Requests being served now.")
+	if err != nil {
+		return fmt.Errorf("otel metric: %w", err)
+	}
+	buffered, err := gauge("buffered_body_bytes", "By", "Request body bytes buffered now, out of MaxBufferedBytes.")
+	if err != nil {
+		return fmt.Errorf("otel metric: %w", err)
+	}
+	busy, err := gauge("continuation_slots_busy", "{slot}", "Continuation slots in use, out of MaxContinuations.")
+	if err != nil {
+		return fmt.Errorf("otel metric: %w", err)
+	}
+	dropped, err := m.Int64ObservableCounter("otel_dropped_spans", metric.WithDescription("Spans a bounded per-invocation flush could not export."))
+	if err != nil {
+		return fmt.Errorf("otel metric: %w", err)
+	}
+	obs = append(obs, dropped)
+	_, err = m.RegisterCallback(func(_ context.Context, ob metric.Observer) error {
+		if o.Stats != nil {
+			for k, v := range o.Stats.Snapshot() {
+				ob.ObserveInt64(counters[k], v)
+			}
+		}
+		ob.ObserveInt64(inFlight, t.inFlight.Load())
+		if o.BufferedBytes != nil {
+			ob.ObserveInt64(buffered, o.BufferedBytes())
+		}
+		if o.BusySlots != nil {
+			ob.ObserveInt64(busy, o.BusySlots())
+		}
+		ob.ObserveInt64(dropped, t.DroppedSpans())
+		return nil
+	}, obs...)
+	if err != nil {
+		return fmt.Errorf("otel metrics callback: %w", err)
+	}
+	return nil
+}
