@@ -248,3 +248,73 @@ func TestTraceAsyncContinuationAfterSIGKILL(t *testing.T) {
 		t.Errorf("under the continuation: resumed attempt %v, result write %v; want both", resumed, written)
 	}
 }
+
+// TestTraceLambdaFlushedBeforeFreeze: under the Lambda emulator, the
+// function process is frozen (SIGSTOP) the moment each invocation returns,
+// and stays frozen: the invocation's spans are in Jaeger all the same,
+// because they were exported before it returned.
+func TestTraceLambdaFlushedBeforeFreeze(t *testing.T) {
+	j := emulators.StartJaeger(t)
+	backend := echoBackend(t)
+	env := otelEnv(j)
+	env["Hosts"] = backend.URL
+	env["AWS_LAMBDA_FUNCTION_TIMEOUT"] = "10"
+	env["AWS_LAMBDA_FUNCTION_NAME"] = "gateway-fn"
+	env["AWS_REGION"] = "eu-west-1"
+	f := startFunction(t, binary, env)
+	const traceID = "5bf92f3577b34da6a3ce929d0e0e4737"
+	a, body, _ := f.invokeHTTP(t, httpEvent(t, "lambda-urls-request.json", httpRequest{method: "GET", rawPath: "/fn",
+		headers: map[string]string{"traceparent": "00-" + traceID + "-" + clientSpanID + "-01"}}))
+	if a.StatusCode != http.StatusCreated {
+		t.Fatalf("status %d: %s", a.StatusCode, body)
+	}
+	// Frozen from here on: nothing the process does later can export.
+	tr, _ := j.WaitTrace(t, traceID, 10*time.Second, func(tr emulators.JaegerTrace) bool {
+		return len(spansNamed(tr, "GET /")) == 1 && len(spansNamed(tr, "GET")) == 1
+	})
+	server, attempt := spansNamed(tr, "GET /")[0], spansNamed(tr, "GET")[0]
+	if server.Parent() != clientSpanID || attempt.Parent() != server.SpanID {
+		t.Errorf("parents: server %q (want %s), attempt %q (want %s)", server.Parent(), clientSpanID, attempt.Parent(), server.SpanID)
+	}
+	res := map[string]string{}
+	for _, tag := range tr.Processes[server.ProcessID].Tags {
+		if s, ok := tag.Value.(string); ok {
+			res[tag.Key] = s
+		}
+	}
+	if res["cloud.provider"] != "aws" || res["faas.name"] != "gateway-fn" || res["cloud.region"] != "eu-west-1" {
+		t.Errorf("resource attributes = %v; want cloud.provider aws, faas.name gateway-fn, cloud.region eu-west-1", res)
+	}
+}
+
+// TestLambdaSlowCollector: a collector that never answers cannot make an
+// invocation late: the flush gives up within half of FunctionLimitMarginMs
+// and the answer is on time.
+func TestLambdaSlowCollector(t *testing.T) {
+	release := make(chan struct{})
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(collector.Close)
+	t.Cleanup(func() { close(release) })
+	backend := echoBackend(t)
+	f := startFunction(t, binary, map[string]string{"Hosts": backend.URL, "AWS_LAMBDA_FUNCTION_TIMEOUT": "10",
+		"FunctionLimitMarginMs": "1000", "OTEL_EXPORTER_OTLP_ENDPOINT": collector.URL})
+	for i := range 2 {
+		a, body, took := f.invokeHTTP(t, httpEvent(t, "lambda-urls-request.json", httpRequest{method: "GET", rawPath: "/fn"}))
+		if a.StatusCode != http.StatusCreated {
+			t.Fatalf("invocation %d: status %d: %s", i, a.StatusCode, body)
+		}
+		// The flush waits at most 500 ms; the rest is the round trip on a
+		// loaded machine (the first invocation starts the process).
+		if took > 3*time.Second || took < 450*time.Millisecond {
+			t.Errorf("invocation %d took %v; want the 500 ms flush bound (it waited for the collector) and the round trip", i, took)
+		}
+	}
+	if strings.Contains(f.rie.Log(), "Task timed out") {
+		t.Errorf("the emulator reported a timeout:\n%s", f.rie.Log())
+	}
+}

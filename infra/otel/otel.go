@@ -275,6 +275,10 @@ func (t *Telemetry) Handler(next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/_gateway/health" {
+			next.ServeHTTP(w, r) // probes would drown the traces
+			return
+		}
 		ctx := t.prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
 		host, port := splitHost(r.Host)
 		attrs := []attribute.KeyValue{
