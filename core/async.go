@@ -357,7 +357,7 @@ func asyncUnavailable(what string, err error) *Error {
 // req.Body is stored whole; a req.BodyStream not yet read is streamed to
 // the store instead, and its continuation sends it by one attempt only.
 func (a *Async) Submit(ctx context.Context, req *Request, profile *Profile, inflight bool) (*Accepted, *Claim, error) {
-	ctx, end := a.startHandoff(ctx, req)
+	ctx, end := a.startHandoff(ctx)
 	acc, c, err := a.submit(ctx, req, profile, inflight)
 	end(acc, err)
 	if err != nil {
@@ -411,6 +411,7 @@ func (a *Async) submit(ctx context.Context, req *Request, profile *Profile, infl
 	}
 	// 1. The request snapshot's body.
 	snap := snapshotRequest(req)
+	snap.Trace = traceContextOf(ctx)
 	if err := a.storeBody(ctx, id, req, &snap); err != nil {
 		return nil, nil, asyncUnavailable("store the request body", err)
 	}
@@ -496,7 +497,7 @@ func snapshotRequest(req *Request) requestSnapshot {
 	return requestSnapshot{
 		Method: req.Method, Path: req.Path, RawQuery: req.RawQuery, Header: req.Header.Clone(),
 		Host: req.Host, RemoteAddr: req.RemoteAddr, Proto: req.Proto,
-		IdempotencyKey: req.IdempotencyKey, ClientKey: req.ClientKey, Trace: req.traceContext,
+		IdempotencyKey: req.IdempotencyKey, ClientKey: req.ClientKey,
 	}
 }
 

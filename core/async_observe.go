@@ -7,14 +7,26 @@ import "context"
 
 func (a *Async) observer() Observer { return a.forwarder().Observer }
 
-// startHandoff starts observing req's hand-off, and keeps the request's
-// trace context in req for its record.
-func (a *Async) startHandoff(ctx context.Context, req *Request) (context.Context, func(*Accepted, error)) {
+// traceContextKey carries the request's Observer.TraceContext from the
+// hand-off to the record it writes.
+type traceContextKey struct{}
+
+// traceContextOf returns the trace context startHandoff kept in ctx, or "".
+func traceContextOf(ctx context.Context) string {
+	s, _ := ctx.Value(traceContextKey{}).(string)
+	return s
+}
+
+// startHandoff starts observing a hand-off, and keeps the request's
+// trace context in the returned context for its record.
+func (a *Async) startHandoff(ctx context.Context) (context.Context, func(*Accepted, error)) {
 	o := a.observer()
 	if o == nil {
 		return ctx, func(*Accepted, error) {}
 	}
-	req.traceContext = o.TraceContext(ctx)
+	if tc := o.TraceContext(ctx); tc != "" {
+		ctx = context.WithValue(ctx, traceContextKey{}, tc)
+	}
 	ctx, end := o.StartHandoff(ctx)
 	return ctx, func(acc *Accepted, err error) {
 		id := ""

@@ -60,8 +60,6 @@ type Request struct {
 	Informational func(code int, header textproto.MIMEHeader) error
 
 	trace httptrace.ClientTrace // the attempt's, calling Informational
-
-	traceContext string // Observer.TraceContext at the async hand-off
 }
 
 // Result is a backend response the client gets: its status and headers

@@ -31,6 +31,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"fngateway/core"
 )
@@ -124,7 +125,7 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 		t.tp = sdktrace.NewTracerProvider(opts...) // OTEL_TRACES_SAMPLER(_ARG) read here
 		t.tracer = t.tp.Tracer(ScopeName)
 	} else {
-		t.tracer = trace.NewNoopTracerProvider().Tracer(ScopeName)
+		t.tracer = noop.NewTracerProvider().Tracer(ScopeName)
 	}
 	if metrics {
 		exp, err := otlpmetrichttp.New(ctx, otlpmetrichttp.WithEndpointURL(signalEndpoint(o.Lookup, "METRICS", "/v1/metrics")))
