@@ -29,7 +29,11 @@ func wireTelemetry(ctx context.Context, h *httpapi.Handler, gw *gateway, cloud s
 		return nil, err
 	}
 	h.Forwarder.Observer = tel
-	h.Logger = slog.New(tel.LogHandler(h.Logger.Handler()))
+	if hd, ok := httpapi.WithTraceIDs(h.Logger.Handler(), tel.SpanIDs); ok {
+		h.Logger = slog.New(hd) // the JSON handler's own short path
+	} else {
+		h.Logger = slog.New(tel.LogHandler(h.Logger.Handler()))
+	}
 	gw.handler = tel.Handler(gw.handler)
 	drain := gw.drain
 	gw.drain = func(ctx context.Context) error { return errors.Join(drain(ctx), tel.Shutdown(ctx)) }

@@ -60,7 +60,8 @@ func BenchmarkServeHTTPTelemetry(b *testing.B) {
 			}
 			defer tel.Shutdown(context.Background())
 			h.Forwarder.Observer = tel
-			h.Logger = slog.New(tel.LogHandler(h.Logger.Handler()))
+			hd, _ := httpapi.WithTraceIDs(h.Logger.Handler(), tel.SpanIDs)
+			h.Logger = slog.New(hd)
 			srv := tel.Handler(h)
 			r := httptest.NewRequest("GET", "http://gw.test/v1/items?id=42", nil)
 			r.Header.Set("User-Agent", "bench")

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 )
 
@@ -84,4 +86,39 @@ func (t *Telemetry) instruments(o Options) error {
 		return fmt.Errorf("otel metrics callback: %w", err)
 	}
 	return nil
+}
+
+// attrKey is what a duration histogram's attributes are made of.
+type attrKey struct {
+	a, b, c string
+	n       int
+}
+
+// setCache keeps the attribute sets of recent keys, so that a measurement
+// builds none (attribute.NewSet sorts and allocates). It holds at most
+// maxCachedSets; beyond that sets are built per measurement.
+type setCache struct {
+	mu   sync.RWMutex
+	sets map[attrKey]attribute.Set
+}
+
+const maxCachedSets = 1024
+
+func (c *setCache) get(k attrKey, build func(attrKey) attribute.Set) attribute.Set {
+	c.mu.RLock()
+	s, ok := c.sets[k]
+	c.mu.RUnlock()
+	if ok {
+		return s
+	}
+	s = build(k)
+	c.mu.Lock()
+	if c.sets == nil {
+		c.sets = map[attrKey]attribute.Set{}
+	}
+	if len(c.sets) < maxCachedSets {
+		c.sets[k] = s
+	}
+	c.mu.Unlock()
+	return s
 }

@@ -61,11 +61,11 @@ func (t *Telemetry) EndRequest(ctx context.Context, e core.RequestEnd) {
 		}
 	}
 	if t.reqDuration != nil {
-		t.reqDuration.Record(ctx, e.Duration.Seconds(), metric.WithAttributes(
-			attribute.String("http.route", route),
-			attribute.Int("http.response.status_code", e.Status),
-			attribute.String(attrCode, e.Code),
-			attribute.String(attrDeadline, e.Deadline)))
+		set := t.requestSets.get(attrKey{a: route, b: e.Code, c: e.Deadline, n: e.Status}, func(k attrKey) attribute.Set {
+			return attribute.NewSet(attribute.String("http.route", k.a), attribute.Int("http.response.status_code", k.n),
+				attribute.String(attrCode, k.b), attribute.String(attrDeadline, k.c))
+		})
+		t.reqDuration.Record(ctx, e.Duration.Seconds(), metric.WithAttributeSet(set))
 	}
 }
 
@@ -80,8 +80,9 @@ func (t *Telemetry) StartAttempt(ctx context.Context, a core.AttemptStart, out h
 			port = "443"
 		}
 	}
-	ctx, span := t.tracer.Start(ctx, a.Method, trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(start),
-		trace.WithAttributes(
+	ctx, span := t.tracer.Start(ctx, a.Method, trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(start))
+	if span.IsRecording() {
+		span.SetAttributes(
 			attribute.String("http.request.method", a.Method),
 			attribute.String("server.address", host),
 			attribute.String("server.port", port),
@@ -90,7 +91,8 @@ func (t *Telemetry) StartAttempt(ctx context.Context, a core.AttemptStart, out h
 			attribute.Int(attrAttempt, a.N),
 			attribute.Int64(attrBudgetMs, max(a.Budget.Milliseconds(), 1)),
 			attribute.String(attrBoundBy, a.Cause.String()),
-		))
+		)
+	}
 	t.prop.Inject(ctx, propagation.HeaderCarrier(out))
 	return func(r core.Attempt) {
 		deadline := "none"
@@ -117,11 +119,11 @@ func (t *Telemetry) StartAttempt(ctx context.Context, a core.AttemptStart, out h
 		end := time.Now()
 		span.End(trace.WithTimestamp(end))
 		if t.attemptDur != nil {
-			t.attemptDur.Record(ctx, end.Sub(start).Seconds(), metric.WithAttributes(
-				attribute.String("server.address", host),
-				attribute.String(attrOutcome, string(r.Outcome)),
-				attribute.String(attrDeadline, deadline),
-				attribute.Int("http.response.status_code", r.Status)))
+			set := t.attemptSets.get(attrKey{a: host, b: string(r.Outcome), c: deadline, n: r.Status}, func(k attrKey) attribute.Set {
+				return attribute.NewSet(attribute.String("server.address", k.a), attribute.String(attrOutcome, k.b),
+					attribute.String(attrDeadline, k.c), attribute.Int("http.response.status_code", k.n))
+			})
+			t.attemptDur.Record(ctx, end.Sub(start).Seconds(), metric.WithAttributeSet(set))
 		}
 	}
 }

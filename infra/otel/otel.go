@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -69,6 +70,8 @@ type Telemetry struct {
 	held   *heldSpans // PerInvocation only
 
 	inFlight       atomic.Int64
+	requestSets    setCache // the attribute sets of reqDuration
+	attemptSets    setCache // and of attemptDur
 	reqDuration    metric.Float64Histogram
 	attemptDur     metric.Float64Histogram
 	droppedMetrics atomic.Int64
@@ -281,19 +284,21 @@ func (t *Telemetry) Handler(next http.Handler) http.Handler {
 			return
 		}
 		ctx := t.prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-		host, port := splitHost(r.Host)
-		attrs := []attribute.KeyValue{
-			attribute.String("http.request.method", r.Method),
-			attribute.String("url.path", r.URL.Path), // never the query
-			attribute.String("url.scheme", scheme(r)),
-			attribute.String("server.address", host),
-			attribute.String("network.protocol.version", fmt.Sprintf("%d.%d", r.ProtoMajor, r.ProtoMinor)),
+		ctx, span := t.tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer))
+		if span.IsRecording() { // nothing to build for a span not sampled
+			host, port := splitHost(r.Host)
+			attrs := []attribute.KeyValue{
+				attribute.String("http.request.method", r.Method),
+				attribute.String("url.path", r.URL.Path), // never the query
+				attribute.String("url.scheme", scheme(r)),
+				attribute.String("server.address", host),
+				attribute.String("network.protocol.version", protoVersion(r)),
+			}
+			if port != "" {
+				attrs = append(attrs, attribute.String("server.port", port))
+			}
+			span.SetAttributes(append(attrs, allowedHeaders("http.request.header.", r.Header)...)...)
 		}
-		if port != "" {
-			attrs = append(attrs, attribute.String("server.port", port))
-		}
-		attrs = append(attrs, allowedHeaders("http.request.header.", r.Header)...)
-		ctx, span := t.tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
 		t.inFlight.Add(1)
 		defer func() {
 			t.inFlight.Add(-1)
@@ -316,6 +321,18 @@ func allowedHeaders(prefix string, h http.Header) []attribute.KeyValue {
 	return out
 }
 
+func protoVersion(r *http.Request) string {
+	switch {
+	case r.ProtoMajor == 1 && r.ProtoMinor == 1:
+		return "1.1"
+	case r.ProtoMajor == 2:
+		return "2"
+	case r.ProtoMajor == 1 && r.ProtoMinor == 0:
+		return "1.0"
+	}
+	return strconv.Itoa(r.ProtoMajor) + "." + strconv.Itoa(r.ProtoMinor)
+}
+
 func scheme(r *http.Request) string {
 	if r.TLS != nil {
 		return "https"
@@ -328,6 +345,16 @@ func splitHost(hp string) (string, string) {
 		return hp[:i], hp[i+1:]
 	}
 	return hp, ""
+}
+
+// SpanIDs returns the trace and span ids of the span in ctx (ok false when
+// there is none), for httpapi.WithTraceIDs.
+func (t *Telemetry) SpanIDs(ctx context.Context) ([16]byte, [8]byte, bool) {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return [16]byte{}, [8]byte{}, false
+	}
+	return sc.TraceID(), sc.SpanID(), true
 }
 
 // LogHandler wraps next so that every record logged with a context that
