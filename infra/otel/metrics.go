@@ -65,7 +65,11 @@ func (t *Telemetry) instruments(o Options) error {
 	if err != nil {
 		return fmt.Errorf("otel metric: %w", err)
 	}
-	obs = append(obs, dropped)
+	failed, err := m.Int64ObservableCounter("otel_failed_metric_flushes", metric.WithDescription("Per-invocation metric flushes that did not finish in time (the cumulative values go out with a later one)."))
+	if err != nil {
+		return fmt.Errorf("otel metric: %w", err)
+	}
+	obs = append(obs, dropped, failed)
 	_, err = m.RegisterCallback(func(_ context.Context, ob metric.Observer) error {
 		if o.Stats != nil {
 			for k, v := range o.Stats.Snapshot() {
@@ -80,6 +84,7 @@ func (t *Telemetry) instruments(o Options) error {
 			ob.ObserveInt64(busy, o.BusySlots())
 		}
 		ob.ObserveInt64(dropped, t.DroppedSpans())
+		ob.ObserveInt64(failed, t.droppedMetrics.Load())
 		return nil
 	}, obs...)
 	if err != nil {
