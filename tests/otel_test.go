@@ -318,3 +318,43 @@ func TestLambdaSlowCollector(t *testing.T) {
 		t.Errorf("the emulator reported a timeout:\n%s", f.rie.Log())
 	}
 }
+
+// TestTraceAzureFunctions: as an Azure Functions custom handler, the gateway
+// exports to the endpoint the app settings name, under the traceparent the
+// host forwards, with the host's resource attributes; its log line carries
+// the trace and span ids (for Application Insights through the host).
+func TestTraceAzureFunctions(t *testing.T) {
+	j := emulators.StartJaeger(t)
+	backend := echoBackend(t)
+	env := otelEnv(j)
+	env["Hosts"] = backend.URL
+	env["AzureFunctionsJobHost__functionTimeout"] = "00:05:00"
+	env["WEBSITE_SITE_NAME"] = "gateway-app"
+	env["REGION_NAME"] = "West Europe"
+	g := StartAzureHandler(t, env)
+	const traceID = "6bf92f3577b34da6a3ce929d0e0e4738"
+	resp, body, _ := Forward(t, g, "POST", "/api/echo", map[string]string{"Traceparent": "00-" + traceID + "-" + clientSpanID + "-01"}, "hi")
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("forwarded = %d %s", resp.StatusCode, body)
+	}
+	tr, _ := j.WaitTrace(t, traceID, 20*time.Second, func(tr emulators.JaegerTrace) bool {
+		return len(spansNamed(tr, "POST /")) == 1 && len(spansNamed(tr, "POST")) == 1
+	})
+	server, attempt := spansNamed(tr, "POST /")[0], spansNamed(tr, "POST")[0]
+	if server.Parent() != clientSpanID || attempt.Parent() != server.SpanID {
+		t.Errorf("parents: server %q (want %s), attempt %q (want %s)", server.Parent(), clientSpanID, attempt.Parent(), server.SpanID)
+	}
+	res := map[string]string{}
+	for _, tag := range tr.Processes[server.ProcessID].Tags {
+		if s, ok := tag.Value.(string); ok {
+			res[tag.Key] = s
+		}
+	}
+	if res["cloud.provider"] != "azure" || res["faas.name"] != "gateway-app" || res["cloud.region"] != "West Europe" {
+		t.Errorf("resource attributes = %v", res)
+	}
+	line := g.WaitLog(t, 5*time.Second, func(m map[string]any) bool { return m["msg"] == "request" && m["path"] == "/api/echo" })
+	if line["trace_id"] != traceID || line["span_id"] != server.SpanID {
+		t.Errorf("log line ids = %v/%v; want %s/%s", line["trace_id"], line["span_id"], traceID, server.SpanID)
+	}
+}
