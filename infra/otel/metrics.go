@@ -25,6 +25,12 @@ func (t *Telemetry) instruments(o Options) error {
 		metric.WithDescription("Duration of attempts, until the backend's answer headers or the failure.")); err != nil {
 		return fmt.Errorf("otel metric: %w", err)
 	}
+	if t.continuations, err = m.Int64Counter("async_continuations", metric.WithDescription("Continuations started: invocations that worked on an async request.")); err != nil {
+		return fmt.Errorf("otel metric: %w", err)
+	}
+	if t.resultWrites, err = m.Int64Counter("async_result_writes", metric.WithDescription("Continuations' result writes (or hand-ons), by gateway.outcome ok or error.")); err != nil {
+		return fmt.Errorf("otel metric: %w", err)
+	}
 	var obs []metric.Observable
 	counters := map[string]metric.Int64ObservableCounter{}
 	if o.Stats != nil {

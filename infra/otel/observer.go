@@ -192,6 +192,9 @@ func (t *Telemetry) StartContinuation(ctx context.Context, id, tc string, resume
 		}
 	}
 	ctx, span := t.tracer.Start(parent, "async continuation", opts...)
+	if t.continuations != nil {
+		t.continuations.Add(ctx, 1)
+	}
 	return ctx, func() { span.End() }
 }
 
@@ -199,9 +202,14 @@ func (t *Telemetry) StartContinuation(ctx context.Context, id, tc string, resume
 func (t *Telemetry) StartResultWrite(ctx context.Context, id string) func(error) {
 	_, span := t.tracer.Start(ctx, "async result write", trace.WithAttributes(attribute.String(attrAsyncID, id)))
 	return func(err error) {
+		outcome := "ok"
 		if err != nil {
+			outcome = "error"
 			span.SetStatus(codes.Error, err.Error())
 		}
 		span.End()
+		if t.resultWrites != nil {
+			t.resultWrites.Add(ctx, 1, metric.WithAttributes(attribute.String(attrOutcome, outcome)))
+		}
 	}
 }

@@ -72,6 +72,8 @@ type Telemetry struct {
 	inFlight       atomic.Int64
 	requestSets    setCache // the attribute sets of reqDuration
 	attemptSets    setCache // and of attemptDur
+	continuations  metric.Int64Counter // async continuations started
+	resultWrites   metric.Int64Counter // by gateway.outcome: ok, error
 	reqDuration    metric.Float64Histogram
 	attemptDur     metric.Float64Histogram
 	droppedMetrics atomic.Int64
