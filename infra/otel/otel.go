@@ -70,8 +70,8 @@ type Telemetry struct {
 	held   *heldSpans // PerInvocation only
 
 	inFlight       atomic.Int64
-	requestSets    setCache // the attribute sets of reqDuration
-	attemptSets    setCache // and of attemptDur
+	requestSets    setCache            // the attribute sets of reqDuration
+	attemptSets    setCache            // and of attemptDur
 	continuations  metric.Int64Counter // async continuations started
 	resultWrites   metric.Int64Counter // by gateway.outcome: ok, error
 	reqDuration    metric.Float64Histogram
