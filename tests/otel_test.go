@@ -1,10 +1,13 @@
 package tests
 
 import (
+	"bytes"
 	"encoding/json"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -215,6 +218,25 @@ func TestTraceAsyncContinuationAfterSIGKILL(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	gw.Kill()
+	// The trace context is in the record, and in no queue message.
+	stored := `"trace":"00-` + clientTraceID + "-" + server.SpanID + `-01"`
+	var inRecord, inOther []string
+	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		b, _ := os.ReadFile(path)
+		switch {
+		case strings.Contains(path, "records") && bytes.Contains(b, []byte(stored)):
+			inRecord = append(inRecord, path)
+		case bytes.Contains(b, []byte(clientTraceID)):
+			inOther = append(inOther, path)
+		}
+		return nil
+	})
+	if len(inRecord) != 1 || len(inOther) != 0 {
+		t.Errorf("trace context %s found in records %q and elsewhere %q; want in the one record only", stored, inRecord, inOther)
+	}
 
 	gw2 := StartGateway(t, env)
 	waitDone(t, strings.Replace(acc.StatusURI, gw.URL, gw2.URL, 1), 30*time.Second)
