@@ -31,6 +31,8 @@ CORE_LRO_VERSION := 3.4.2
 CORE_REST_PIPELINE_VERSION := 1.25.1
 JSCLIENTS_DIR := $(TOOLS)/jsclients
 JSCLIENTS_STAMP := $(JSCLIENTS_DIR)/.installed-core-lro$(CORE_LRO_VERSION)-core-rest-pipeline$(CORE_REST_PIPELINE_VERSION)
+# Jaeger v2 all-in-one: the OTLP receiver and trace query API the tests/otel tests assert on.
+JAEGER_VERSION := v1.76.0
 # The Node rule re-runs when a pinned version changes.
 NODE_STAMP := $(NODE_DIR)/.installed-node$(NODE_VERSION)-azurite$(AZURITE_VERSION)-fauxqs$(FAUXQS_VERSION)
 
@@ -85,7 +87,7 @@ tflint: $(TOOLS)/bin/tflint
 	done
 
 tools: $(TOOLS)/bin/staticcheck $(TOOLS)/bin/benchstat $(TOOLS)/bin/tflint $(NODE_STAMP) $(TOOLS)/bin/versitygw $(TOOLS)/bin/aws-lambda-rie $(SCHEMA_STAMP) \
-	$(JSCLIENTS_STAMP) python-azure
+	$(JSCLIENTS_STAMP) python-azure $(TOOLS)/bin/jaeger
 
 $(TOOLS)/bin/staticcheck:
 	go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
@@ -102,6 +104,14 @@ $(TOOLS)/bin/versitygw:
 
 $(TOOLS)/bin/aws-lambda-rie:
 	go install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
+
+# jaeger: its module has replace directives, so `go install pkg@version` refuses it; it is
+# built from a scratch module in .tools/jaeger-src that requires the pinned version.
+$(TOOLS)/bin/jaeger:
+	mkdir -p $(TOOLS)/jaeger-src
+	cd $(TOOLS)/jaeger-src && { [ -f go.mod ] || go mod init jaeger-tool; } && \
+		go get -tool github.com/jaegertracing/jaeger/cmd/jaeger@$(JAEGER_VERSION) && \
+		go build -o $(TOOLS)/bin/jaeger github.com/jaegertracing/jaeger/cmd/jaeger
 
 ## package-aws: dist/aws-lambda.zip, the Lambda's code (provided.al2023, bootstrap
 ## for linux/$(GOARCH_LAMBDA)). AWS_DIST: another output folder (the tests').

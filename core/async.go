@@ -370,7 +370,9 @@ func asyncUnavailable(what string, err error) *Error {
 // req.Body is stored whole; a req.BodyStream not yet read is streamed to
 // the store instead, and its continuation sends it by one attempt only.
 func (a *Async) Submit(ctx context.Context, req *Request, profile *Profile, inflight bool) (*Accepted, *Claim, error) {
+	ctx, end := a.startHandoff(ctx)
 	acc, c, err := a.submit(ctx, req, profile, inflight)
+	end(acc, err)
 	if err != nil {
 		a.Stats.countEnd(ReasonOf(err))
 		return nil, nil, err
@@ -422,6 +424,7 @@ func (a *Async) submit(ctx context.Context, req *Request, profile *Profile, infl
 	}
 	// 1. The request snapshot's body.
 	snap := snapshotRequest(req)
+	snap.Trace = traceContextOf(ctx)
 	if err := a.storeBody(ctx, id, req, &snap); err != nil {
 		return nil, nil, asyncUnavailable("store the request body", err)
 	}

@@ -97,6 +97,8 @@ func (a *Async) continueRequest(ctx context.Context, id string) error {
 	case err != nil:
 		return fmt.Errorf("claim %s: %w", id, err)
 	}
+	ctx, endObs := a.startContinuation(ctx, rec)
+	defer endObs()
 
 	work, cancel := context.WithCancelCause(ctx)
 	stop := a.keepLease(ctx, id, owner, a.leaseLen(), deadline, cancel)
@@ -143,7 +145,7 @@ func (a *Async) continueRequest(ctx context.Context, id string) error {
 		defer body.Close()
 	}
 	res, ferr := a.forwarder().Forward(work, req)
-	return a.settle(ctx, s, res, ferr)
+	return a.settleObserved(ctx, s, res, ferr)
 }
 
 // reportCorrupt reports the undecodable record of id to OnError once:
@@ -573,7 +575,7 @@ func (a *Async) Finish(ctx context.Context, c *Claim, res *Result, err error) er
 		closeRes()
 		return ErrLeaseLost
 	}
-	return a.settle(ctx, s, res, err)
+	return a.settleObserved(ctx, s, res, err)
 }
 
 // joinAttempts returns a new timeline: prev, then more.

@@ -146,6 +146,10 @@ type requestSnapshot struct {
 	// BodyStreamed says the body was too large to buffer: it is sent
 	// streaming from its blob, by one attempt only.
 	BodyStreamed bool `json:"bodyStreamed,omitempty"`
+	// Trace is the submitting request's trace context (Observer.TraceContext,
+	// a W3C traceparent and tracestate), which a continuation's telemetry
+	// links to; "" when telemetry was off.
+	Trace string `json:"trace,omitempty"`
 }
 
 // recordResult describes the committed result of a finished record.

@@ -107,6 +107,10 @@ type Settings struct {
 	// in flight) (see RetryBudget). The percent is at most 100.
 	RetryBudgetPercent        Count `default:"20"`
 	RetryBudgetMinConcurrency Count `default:"3"`
+
+	// EmfNamespace, if set, is the CloudWatch namespace of the Embedded
+	// Metric Format metrics the per-request log line then carries.
+	EmfNamespace EmfNamespace
 }
 
 // MaxAsyncInlineResultBytes bounds AsyncInlineResultBytes: 4 MiB, which

@@ -94,6 +94,8 @@ type Forwarder struct {
 	// A route whose auth has no entry ends 502 BackendAuthFailed with
 	// nothing sent.
 	Authorizers map[BackendAuth]Authorizer
+	// Observer, if set, records attempts and backoff waits (telemetry).
+	Observer Observer
 }
 
 // deadlineError is the cancellation cause of an attempt or stream that a
@@ -157,7 +159,7 @@ func (f *Forwarder) Forward(ctx context.Context, req *Request) (*Result, error) 
 			return nil, f.expired(endCause, attempts)
 		}
 		host := hosts[(n-1)%len(hosts)]
-		ar := f.attempt(streamCtx, rt, req, path, host, now, false)
+		ar := f.attempt(streamCtx, rt, req, path, host, now, n, false)
 		if retrying {
 			f.RetryBudget.release()
 			retrying = false
@@ -199,6 +201,9 @@ func (f *Forwarder) Forward(ctx context.Context, req *Request) (*Result, error) 
 			f.Stats.Retries.Add(1)
 		}
 		if wait > 0 {
+			if f.Observer != nil {
+				f.Observer.Backoff(ctx, n, time.Now(), wait)
+			}
 			t := time.NewTimer(wait)
 			select {
 			case <-t.C:
@@ -245,7 +250,7 @@ func (a *attemptResult) close() {
 // attempt makes one attempt at host, started at start. A hedged attempt
 // is cut only by the TTL and the execution limit: its Timeout starts the
 // next attempt beside it instead (hedge.go).
-func (f *Forwarder) attempt(parent context.Context, rt http.RoundTripper, req *Request, path string, host *url.URL, start time.Time, hedged bool) *attemptResult {
+func (f *Forwarder) attempt(parent context.Context, rt http.RoundTripper, req *Request, path string, host *url.URL, start time.Time, n int, hedged bool) *attemptResult {
 	deadline, cause := req.Budget.Attempt(start)
 	window := deadline.Sub(start)
 	if hedged {
@@ -268,6 +273,11 @@ func (f *Forwarder) attempt(parent context.Context, rt http.RoundTripper, req *R
 	}
 	if f.Stats != nil {
 		f.Stats.Attempts.Add(1)
+	}
+	if f.Observer != nil {
+		end := f.Observer.StartAttempt(ctx, AttemptStart{N: n, Host: host.Host, Method: req.Method, Path: out.URL.Path,
+			Scheme: host.Scheme, Budget: window, Cause: cause}, out.Header)
+		defer func() { end(ar.record) }()
 	}
 	resp, err := rt.RoundTrip(out)
 	stopped := timer.Stop()

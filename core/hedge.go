@@ -189,7 +189,7 @@ func (h *hedgeRun) start(retry bool) {
 	h.slots = append(h.slots, s)
 	h.running++
 	go func() {
-		h.results <- hedgeDone{i, h.f.attempt(actx, h.rt, h.req, h.path, s.host, now, true)}
+		h.results <- hedgeDone{i, h.f.attempt(actx, h.rt, h.req, h.path, s.host, now, i+1, true)}
 	}()
 }
 

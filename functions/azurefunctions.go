@@ -81,6 +81,11 @@ func newAzureFunctions(ctx context.Context, logger *slog.Logger) (*azurefunction
 		srv.Continuations = h.Async
 	}
 	h.Init()
+	tel, err := wireTelemetry(ctx, h, gw, "azure", false)
+	if err != nil {
+		return nil, nil, err
+	}
+	srv.Gateway, gw.telemetry = gw.handler, tel
 	// Logged only once start-up can no longer fail: a bad setting is
 	// the process's one line of output.
 	if lim.Warning != "" {

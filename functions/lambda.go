@@ -57,8 +57,13 @@ func runLambda(ctx context.Context, stdout, stderr io.Writer) int {
 		explicit := func(name string) bool { _, ok := lookup(name); return ok }
 		h.Check = func(timeout time.Duration) error { return s.Validate(timeout, explicit) }
 	}
-	if api, ok := gw.handler.(*httpapi.Handler); ok && api.Async != nil {
-		h.Continuations = api.Async
+	if gw.api.Async != nil {
+		h.Continuations = gw.api.Async
+	}
+	if tel := gw.telemetry; tel != nil {
+		// Before each invocation returns: the process may be frozen next.
+		margin := s.FunctionLimitMarginMs.D()
+		h.Flush = func(ctx context.Context) { tel.Flush(ctx, margin/2) }
 	}
 	lambda.Start(h)
 	return 0

@@ -25,6 +25,7 @@ import (
 	"fngateway/adapters/httpapi"
 	"fngateway/adapters/local"
 	"fngateway/core"
+	"fngateway/infra/otel"
 )
 
 func main() {
@@ -132,6 +133,8 @@ func serveAndDrain(ctx context.Context, serve func(context.Context) error, gw *g
 // continuations in-process, and what drains them at shutdown.
 type gateway struct {
 	handler    http.Handler
+	api        *httpapi.Handler
+	telemetry  *otel.Telemetry // nil: no export
 	runWorkers func(ctx context.Context)
 	drain      func(ctx context.Context) error
 }
@@ -149,10 +152,19 @@ func newGateway(ctx context.Context, s *core.Settings, limit time.Duration, host
 		return nil, err
 	}
 	h := &httpapi.Handler{Settings: s, Forwarder: fwd, Stats: stats, Logger: logger, Host: host}
-	gw := &gateway{handler: h, runWorkers: func(context.Context) {}, drain: func(context.Context) error { return nil }}
+	gw := &gateway{handler: h, api: h, runWorkers: func(context.Context) {}, drain: func(context.Context) error { return nil }}
 	if err := wireAsync(ctx, s, h, gw, limit, logger); err != nil {
 		return nil, err
 	}
 	h.Init()
+	cloud := ""
+	if host.Name == "lambda" {
+		cloud = "aws"
+	}
+	tel, err := wireTelemetry(ctx, h, gw, cloud, cloud == "aws")
+	if err != nil {
+		return nil, err
+	}
+	gw.telemetry = tel
 	return gw, nil
 }

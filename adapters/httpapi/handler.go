@@ -99,6 +99,7 @@ type requestLog struct {
 	err      string          // why a stream was cut, for the log
 	ctx      context.Context // the request's, to tell a gone client
 	accepted time.Time       // when the platform or a trusted proxy accepted it; zero if unsaid
+	timeline []core.Attempt  // the attempts, for EMF metrics
 }
 
 func (lg *requestLog) clientGone() bool { return lg.ctx != nil && lg.ctx.Err() != nil }
@@ -290,7 +291,7 @@ var keyBufs = sync.Pool{New: func() any { return &keyBuf{off: 4096} }}
 func (h *Handler) relay(w http.ResponseWriter, r *http.Request, res *core.Result, route *core.Route, lg *requestLog) {
 	resp := res.Response
 	defer resp.Body.Close()
-	lg.status, lg.attempts = resp.StatusCode, len(res.Attempts)
+	lg.status, lg.attempts, lg.timeline = resp.StatusCode, len(res.Attempts), res.Attempts
 	hdr := w.Header()
 	closing := hdr["Connection"] // set by closeIfBothFramings
 	for k, v := range resp.Header {
@@ -390,7 +391,7 @@ func copyBody(w http.ResponseWriter, src io.Reader, flush bool) error {
 
 // fail writes a gateway-made error.
 func (h *Handler) fail(w http.ResponseWriter, e *core.Error, lg *requestLog) {
-	lg.attempts = len(e.Attempts)
+	lg.attempts, lg.timeline = len(e.Attempts), e.Attempts
 	lg.code = e.Reason.Code()
 	lg.fired = firedOf(e)
 	if e.Reason == core.ReasonClientGone {
@@ -439,6 +440,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func (h *Handler) log(ctx context.Context, r *http.Request, arrival time.Time, lg *requestLog) {
 	now := time.Now() // one clock read for the duration and the line's time
+	if o := h.Forwarder.Observer; o != nil {
+		o.EndRequest(ctx, core.RequestEnd{Route: lg.route, Status: lg.status, Code: lg.code, Attempts: lg.attempts,
+			Deadline: lg.fired, Async: lg.async, Duration: now.Sub(arrival)})
+	}
 	level, msg := slog.LevelInfo, "request"
 	if lg.code == "StreamCut" || lg.code == "BackendCut" {
 		level, msg = slog.LevelWarn, "request stream cut"
@@ -474,6 +479,10 @@ func (h *Handler) log(ctx context.Context, r *http.Request, arrival time.Time, l
 	if !hd.Enabled(ctx, level) {
 		return
 	}
+	if h.Settings.EmfNamespace != "" {
+		h.logEMF(ctx, hd, now, level, msg, line, lg)
+		return
+	}
 	if jh, ok := hd.(*jsonLogHandler); ok {
 		jh.handleAttrs(ctx, now, level, msg, line)
 		return
@@ -482,3 +491,7 @@ func (h *Handler) log(ctx context.Context, r *http.Request, arrival time.Time, l
 	rec.AddAttrs(line...)
 	hd.Handle(ctx, rec)
 }
+
+// BufferedBytes returns the bytes of request bodies buffered now, out of
+// MaxBufferedBytes (a gauge for telemetry). Safe for concurrent use.
+func (h *Handler) BufferedBytes() int64 { return h.bodies.InUse() }

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/hex"
 	"io"
 	"log/slog"
 	"strconv"
@@ -35,6 +36,53 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 type jsonLogHandler struct {
 	w    *lockedWriter
 	full slog.Handler
+	ids  TraceIDs // nil: no trace ids
+}
+
+// TraceIDs returns the trace and span ids of the span in ctx, if there is
+// one (ok false otherwise).
+type TraceIDs func(ctx context.Context) (trace [16]byte, span [8]byte, ok bool)
+
+// WithTraceIDs returns h, a handler from NewJSONLogHandler, such that every
+// line logged with a context that carries a span also carries its
+// "trace_id" and "span_id" (lowercase hex), so that a log store correlates
+// the line with the trace. For any other handler it returns h and false.
+func WithTraceIDs(h slog.Handler, ids TraceIDs) (slog.Handler, bool) {
+	jh, ok := h.(*jsonLogHandler)
+	if !ok {
+		return h, false
+	}
+	c := *jh
+	c.ids = ids
+	return &c, true
+}
+
+// appendIDs appends the trace ids of ctx, if any.
+func (h *jsonLogHandler) appendIDs(ctx context.Context, b []byte) []byte {
+	if h.ids == nil || ctx == nil {
+		return b
+	}
+	t, s, ok := h.ids(ctx)
+	if !ok {
+		return b
+	}
+	b = append(b, `,"trace_id":"`...)
+	b = hex.AppendEncode(b, t[:])
+	b = append(b, `","span_id":"`...)
+	b = hex.AppendEncode(b, s[:])
+	return append(b, '"')
+}
+
+// idAttrs returns the trace ids of ctx as attributes, for the full path.
+func (h *jsonLogHandler) idAttrs(ctx context.Context) []slog.Attr {
+	if h.ids == nil || ctx == nil {
+		return nil
+	}
+	t, s, ok := h.ids(ctx)
+	if !ok {
+		return nil
+	}
+	return []slog.Attr{slog.String("trace_id", hex.EncodeToString(t[:])), slog.String("span_id", hex.EncodeToString(s[:]))}
 }
 
 func (h *jsonLogHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
@@ -57,9 +105,13 @@ func (h *jsonLogHandler) Handle(ctx context.Context, r slog.Record) error {
 	}
 	if !ok {
 		logBufs.Put(bp)
+		if ids := h.idAttrs(ctx); ids != nil {
+			r = r.Clone()
+			r.AddAttrs(ids...)
+		}
 		return h.full.Handle(ctx, r)
 	}
-	return h.write(bp, b)
+	return h.write(bp, h.appendIDs(ctx, b))
 }
 
 // handleAttrs is Handle for a record of t, l, msg and as, without building
@@ -74,9 +126,10 @@ func (h *jsonLogHandler) handleAttrs(ctx context.Context, t time.Time, l slog.Le
 		logBufs.Put(bp)
 		r := slog.NewRecord(t, l, msg, 0)
 		r.AddAttrs(as...)
+		r.AddAttrs(h.idAttrs(ctx)...)
 		return h.full.Handle(ctx, r)
 	}
-	return h.write(bp, b)
+	return h.write(bp, h.appendIDs(ctx, b))
 }
 
 // write ends the line in b, writes it and returns b's buffer to the pool.

@@ -354,10 +354,12 @@ func (h *Handler) stream(r *http.Request, done context.CancelFunc) *events.Lambd
 		defer done()
 		if serve(h.HTTP, w, r) {
 			w.WriteHeader(http.StatusBadGateway) // only if nothing was sent yet
+			h.flush(r.Context())
 			pw.CloseWithError(errStreamCut)
 			return
 		}
 		w.WriteHeader(http.StatusOK)
+		h.flush(r.Context())
 		pw.Close()
 	}()
 	<-w.ready

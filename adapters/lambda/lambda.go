@@ -25,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	awslambda "github.com/aws/aws-lambda-go/lambda"
 
 	"fngateway/core"
@@ -71,6 +72,11 @@ type Handler struct {
 	Check func(functionTimeout time.Duration) error
 	// Logger receives failed records and undecodable events. Nil discards.
 	Logger *slog.Logger
+	// Flush, if set, is called before each invocation returns (for a
+	// streamed response, before its stream ends) with the invocation's
+	// context: Lambda may freeze the process as soon as it has returned,
+	// so telemetry must be out by then. It must return in bounded time.
+	Flush func(ctx context.Context)
 
 	checkOnce sync.Once
 	checkErr  error
@@ -164,11 +170,22 @@ func (h *Handler) Invoke(ctx context.Context, event json.RawMessage) (any, error
 	ctx, cancel := h.bound(ctx, k)
 	if k == kindSQS {
 		defer cancel()
+		defer h.flush(ctx)
 		return h.serveSQS(ctx, event)
 	}
 	// serveHTTP calls cancel once the response is complete, which for a
-	// streamed one is after Invoke has returned.
-	return h.serveHTTP(ctx, cancel, event, k)
+	// streamed one is after Invoke has returned (its stream flushes).
+	res, err := h.serveHTTP(ctx, cancel, event, k)
+	if _, streamed := res.(*events.LambdaFunctionURLStreamingResponse); !streamed {
+		h.flush(ctx)
+	}
+	return res, err
+}
+
+func (h *Handler) flush(ctx context.Context) {
+	if h.Flush != nil {
+		h.Flush(ctx)
+	}
 }
 
 // bound returns ctx with the invocation's execution limit: the runtime's

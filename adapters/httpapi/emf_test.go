@@ -1,0 +1,138 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"fngateway/core"
+)
+
+// firstHangsRT makes the first attempt of each test hang until its deadline
+// cuts it, and answers every later one 200.
+type firstHangsRT struct{ n atomic.Int64 }
+
+func (rt *firstHangsRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	if rt.n.Add(1) == 1 {
+		<-r.Context().Done()
+		return nil, r.Context().Err()
+	}
+	return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("ok")), ContentLength: 2, Request: r}, nil
+}
+
+// cloudWatchMetrics reads a log line as CloudWatch Logs reads Embedded
+// Metric Format: the _aws directive's CloudWatchMetrics, each naming its
+// namespace, dimension sets (keys of top-level string values) and metrics
+// (keys of top-level numbers). It returns the metric values by name, and
+// the dimension values of each set, or fails the test when the line is not
+// valid EMF.
+func cloudWatchMetrics(tb testing.TB, line []byte) (ns string, values map[string]float64, dims [][]string) {
+	tb.Helper()
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(line, &doc); err != nil {
+		tb.Fatalf("line %s: %v", line, err)
+	}
+	var aws struct {
+		Timestamp         *int64 `json:"Timestamp"`
+		CloudWatchMetrics []struct {
+			Namespace  string     `json:"Namespace"`
+			Dimensions [][]string `json:"Dimensions"`
+			Metrics    []struct {
+				Name string `json:"Name"`
+				Unit string `json:"Unit"`
+			} `json:"Metrics"`
+		} `json:"CloudWatchMetrics"`
+	}
+	if err := json.Unmarshal(doc["_aws"], &aws); err != nil || aws.Timestamp == nil || len(aws.CloudWatchMetrics) != 1 {
+		tb.Fatalf("_aws = %s (%v); want a Timestamp and one CloudWatchMetrics directive", doc["_aws"], err)
+	}
+	if d := time.Since(time.UnixMilli(*aws.Timestamp)); d < 0 || d > time.Minute {
+		tb.Errorf("_aws.Timestamp %d is not now", *aws.Timestamp)
+	}
+	cw := aws.CloudWatchMetrics[0]
+	values = map[string]float64{}
+	for _, m := range cw.Metrics {
+		var v float64
+		if err := json.Unmarshal(doc[m.Name], &v); err != nil {
+			tb.Errorf("metric %s: top-level value %s is not a number", m.Name, doc[m.Name])
+		}
+		switch m.Unit {
+		case "Count", "Milliseconds":
+		default:
+			tb.Errorf("metric %s: unit %q", m.Name, m.Unit)
+		}
+		values[m.Name] = v
+	}
+	for _, set := range cw.Dimensions {
+		if len(set) > 30 {
+			tb.Errorf("dimension set of %d keys; CloudWatch takes at most 30", len(set))
+		}
+		var vals []string
+		for _, k := range set {
+			var v string
+			if err := json.Unmarshal(doc[k], &v); err != nil || v == "" {
+				tb.Errorf("dimension %s: top-level value %s is not a non-empty string", k, doc[k])
+			}
+			vals = append(vals, v)
+		}
+		dims = append(dims, vals)
+	}
+	return cw.Namespace, values, dims
+}
+
+// TestEMFLine: with EmfNamespace set, the per-request line is CloudWatch
+// Embedded Metric Format: a request whose first attempt was cut by its
+// Timeout and whose retry answered carries attempts 2, retries 1,
+// attempt_timeout_per_try 1, under the namespace, by route and overall.
+func TestEMFLine(t *testing.T) {
+	s := testSettings(t, "http://a.test,http://b.test")
+	s.EmfNamespace = "Gateway/Test"
+	if err := s.Routes.Decode(`[{"prefix":"/api"}]`); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	h := &Handler{Settings: s, Forwarder: &core.Forwarder{Transport: &firstHangsRT{}}, Logger: slog.New(NewJSONLogHandler(&buf))}
+	h.Init()
+	r := httptest.NewRequest("GET", "http://gw.test/api/x", nil)
+	r.Header.Set("S7PTimeout", "30")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if w.Code != 200 {
+		t.Fatalf("status = %d; want 200 from the retry", w.Code)
+	}
+	ns, v, dims := cloudWatchMetrics(t, bytes.TrimSpace(buf.Bytes()))
+	if ns != "Gateway/Test" {
+		t.Errorf("namespace = %q", ns)
+	}
+	for name, want := range map[string]float64{"attempts": 2, "retries": 1, "attempt_timeout_per_try": 1,
+		"attempt_timeout_ttl": 0, "attempt_timeout_function_limit": 0} {
+		if got, ok := v[name]; !ok || got != want {
+			t.Errorf("%s = %v (present %v); want %v", name, got, ok, want)
+		}
+	}
+	if d, ok := v["durationMs"]; !ok || d < 30 {
+		t.Errorf("durationMs = %v; want at least the 30 ms Timeout", d)
+	}
+	if len(dims) != 2 || len(dims[0]) != 0 || len(dims[1]) != 1 || dims[1][0] != "/api" {
+		t.Errorf("dimension values = %q; want [] and [/api]", dims)
+	}
+}
+
+// TestNoEMFByDefault: without EmfNamespace the line has no _aws.
+func TestNoEMFByDefault(t *testing.T) {
+	s := testSettings(t, "http://a.test")
+	var buf bytes.Buffer
+	h := &Handler{Settings: s, Forwarder: &core.Forwarder{Transport: staticRT{}}, Logger: slog.New(NewJSONLogHandler(&buf))}
+	h.Init()
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "http://gw.test/x", nil))
+	if bytes.Contains(buf.Bytes(), []byte("_aws")) {
+		t.Errorf("line %s carries _aws without EmfNamespace", buf.Bytes())
+	}
+}
