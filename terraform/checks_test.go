@@ -66,11 +66,16 @@ var azureSpec = spec{
 		"AzureWebJobsStorage__credential",
 		"AzureFunctionsJobHost__functionTimeout",
 		"APPLICATIONINSIGHTS_CONNECTION_STRING",
+		"AzureFunctionsJobHost__telemetryMode",
+		"OTEL_EXPORTER_OTLP_ENDPOINT",
+		"OTEL_EXPORTER_OTLP_HEADERS",
+		"OTEL_SERVICE_NAME",
 	},
 	notHere: map[string]string{
 		"ListenAddr":          "local host only",
 		"AzureWebJobsStorage": "identity-based: AzureWebJobsStorage__* instead of a connection string (the module writes it empty over the provider's key-less one)",
 		"InvokeMode":          "Lambda only",
+		"EmfNamespace":        "CloudWatch only: metrics reach Azure Monitor over OpenTelemetry",
 	},
 	sample: sampleHosts.with(vars{
 		"name": cty.StringVal("fngw"), "resource_group_name": cty.StringVal("rg"), "location": cty.StringVal("swedencentral"),
@@ -82,6 +87,7 @@ var azureSpec = spec{
 var awsSpec = spec{
 	dir:        "aws",
 	settingsAt: []string{"aws_lambda_function.gateway", "environment", "variables"},
+	platform:   []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_HEADERS", "OTEL_SERVICE_NAME"},
 	notHere: map[string]string{
 		"ListenAddr":          "local host only",
 		"AzureWebJobsStorage": "Azure only",

@@ -54,9 +54,21 @@ func TestWrittenSettings(t *testing.T) {
 			"AzureWebJobsStorage__credential": "managedidentity", "AzureFunctionsJobHost__functionTimeout": "00:59:59",
 			"Timeout": "60000", "AsyncModeEnabled": "true",
 		}},
-		{awsSpec, nil, map[string]string{"Hosts": "https://backend.example", "AsyncStore": afterApply, "AsyncQueue": afterApply}},
+		{awsSpec, nil, map[string]string{"Hosts": "https://backend.example", "AsyncStore": afterApply, "AsyncQueue": afterApply, "EmfNamespace": "FnGateway"}},
 		{awsSpec, vars{"invoke_mode": cty.StringVal("RESPONSE_STREAM"), "default_ttl_secs": cty.NumberFloatVal(2.5)}, map[string]string{
 			"Hosts": "https://backend.example", "AsyncStore": afterApply, "AsyncQueue": afterApply, "InvokeMode": "RESPONSE_STREAM", "DefaultTTLSecs": "2.5",
+			"EmfNamespace": "FnGateway",
+		}},
+		{awsSpec, vars{"emf_namespace": cty.NullVal(cty.String), "otel_exporter_otlp_endpoint": cty.StringVal("https://collector.example:4318")}, map[string]string{
+			"Hosts": "https://backend.example", "AsyncStore": afterApply, "AsyncQueue": afterApply,
+			"OTEL_EXPORTER_OTLP_ENDPOINT": "https://collector.example:4318", "OTEL_SERVICE_NAME": "fngw",
+		}},
+		{azureSpec, vars{"otel_exporter_otlp_endpoint": cty.StringVal("https://collector.example:4318")}, map[string]string{
+			"Hosts": "https://backend.example", "AsyncStore": "azure", "AsyncQueue": "gateway-continuations",
+			"AzureWebJobsStorage": "", "AzureWebJobsStorage__blobServiceUri": afterApply, "AzureWebJobsStorage__queueServiceUri": afterApply,
+			"AzureWebJobsStorage__credential": "managedidentity", "AzureFunctionsJobHost__functionTimeout": "00:30:00",
+			"OTEL_EXPORTER_OTLP_ENDPOINT": "https://collector.example:4318", "OTEL_SERVICE_NAME": "fngw",
+			"AzureFunctionsJobHost__telemetryMode": "OpenTelemetry",
 		}},
 	}
 	for _, tt := range tests {

@@ -33,6 +33,16 @@ locals {
   profile_topics = [for p in local.profiles : p["async-config"]["topic"] if try(p["async-config"]["topic"], "") != ""]
 
   # Written by the module from its own resources.
+  # Telemetry (docs/observability.md), written only when set: CloudWatch EMF metrics in
+  # the log line by default (the module's choice, not the gateway's default), and
+  # OpenTelemetry's own variables.
+  otel_settings = { for k, v in {
+    EmfNamespace                = var.emf_namespace
+    OTEL_EXPORTER_OTLP_ENDPOINT = var.otel_exporter_otlp_endpoint
+    OTEL_EXPORTER_OTLP_HEADERS  = var.otel_exporter_otlp_headers
+    OTEL_SERVICE_NAME           = var.otel_exporter_otlp_endpoint == null ? null : var.name
+  } : k => v if v != null }
+
   host_settings = {
     AsyncStore = "s3://${aws_s3_bucket.results.bucket}"
     AsyncQueue = aws_sqs_queue.continuations.url

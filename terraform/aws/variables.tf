@@ -491,3 +491,32 @@ variable "trusted_proxies" {
     error_message = "The trusted_proxies value must be a list of CIDRs such as 203.0.113.0/24."
   }
 }
+
+variable "otel_exporter_otlp_endpoint" {
+  description = "OTEL_EXPORTER_OTLP_ENDPOINT: the OTLP/HTTP receiver the gateway exports traces and metrics to (https://collector.example.com:4318); null exports nothing."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.otel_exporter_otlp_endpoint == null || can(regex("^https?://[^\\s]+$", var.otel_exporter_otlp_endpoint))
+    error_message = "The otel_exporter_otlp_endpoint value must be an http:// or https:// URL, or null."
+  }
+}
+
+variable "otel_exporter_otlp_headers" {
+  description = "OTEL_EXPORTER_OTLP_HEADERS: headers sent to the OTLP receiver (key1=value1,key2=value2), such as an API key; null sends none."
+  type        = string
+  default     = null
+  sensitive   = true
+}
+
+variable "emf_namespace" {
+  description = "EmfNamespace: the CloudWatch namespace of the Embedded Metric Format metrics in the per-request log line (CloudWatch custom metrics, billed per metric; null turns them off)."
+  type        = string
+  default     = "FnGateway"
+
+  validation {
+    condition     = var.emf_namespace == null || can(regex("^[0-9A-Za-z.\\-_/#:]{1,255}$", var.emf_namespace))
+    error_message = "The emf_namespace value must be a CloudWatch namespace (1-255 letters, digits and . - _ / # :), or null."
+  }
+}

@@ -78,6 +78,17 @@ locals {
   # drops AzureWebJobsStorage from app_settings (#30732, #33211), so every plan
   # shows it being set again: a harmless in-place update until #29099 lands.
   # What the deployed app ends up with: terraform/testdata/azure-app-settings.json.
+  # OpenTelemetry's own variables (docs/observability.md), written only when set. With an
+  # endpoint the host runs in its OpenTelemetry mode too ("Use OpenTelemetry with Azure
+  # Functions": AzureFunctionsJobHost__telemetryMode), so its spans and the gateway's reach
+  # the same receiver.
+  otel_settings = { for k, v in {
+    OTEL_EXPORTER_OTLP_ENDPOINT          = var.otel_exporter_otlp_endpoint
+    OTEL_EXPORTER_OTLP_HEADERS           = var.otel_exporter_otlp_headers
+    OTEL_SERVICE_NAME                    = var.otel_exporter_otlp_endpoint == null ? null : var.name
+    AzureFunctionsJobHost__telemetryMode = var.otel_exporter_otlp_endpoint == null ? null : "OpenTelemetry"
+  } : k => v if v != null }
+
   host_settings = {
     AzureWebJobsStorage                    = ""
     AsyncStore                             = "azure"

@@ -60,5 +60,6 @@ locals {
   app_settings = merge(
     { for k, v in local.gateway_settings : k => v if v != null && v != try(local.gateway_defaults[k], null) },
     local.host_settings,
+    local.otel_settings,
   )
 }
