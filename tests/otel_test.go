@@ -3,6 +3,7 @@ package tests
 import (
 	"bytes"
 	"encoding/json"
+	"fngateway/core"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
@@ -239,7 +240,12 @@ func TestTraceAsyncContinuationAfterSIGKILL(t *testing.T) {
 	}
 
 	gw2 := StartGateway(t, env)
-	waitDone(t, strings.Replace(acc.StatusURI, gw.URL, gw2.URL, 1), 30*time.Second)
+	// The status URI answers the backend's own result (201) once done: the
+	// restarted gateway first waits out the killed one's claim (the lease),
+	// then runs the attempt; the margin is for a loaded machine.
+	if resp, body, _ := waitResult(t, strings.Replace(acc.StatusURI, gw.URL, gw2.URL, 1), core.DefaultLease+30*time.Second); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("status URI answered %d %s once done; want the backend's 201", resp.StatusCode, body)
+	}
 	tr, _ = j.WaitTrace(t, clientTraceID, 20*time.Second, func(tr emulators.JaegerTrace) bool {
 		return len(spansNamed(tr, "async continuation")) >= 1 && len(spansNamed(tr, "async result write")) >= 1
 	})
