@@ -147,10 +147,7 @@ func TestLambdaAsyncS3SQS(t *testing.T) {
 
 	// 2. The continuation message, as the SQS event source mapping reads it.
 	ctx := context.Background()
-	sq := sqs.NewFromConfig(sdkaws.Config{
-		Region:      emulators.FauxqsRegion,
-		Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
-	}, func(o *sqs.Options) { o.BaseEndpoint = sdkaws.String(fq.Endpoint()) })
+	sq := sqsClient(fq)
 	msgID, msgBody, receipt := receiveContinuation(t, sq, queueURL)
 	if want := fmt.Sprintf(`{"v":1,"id":"%s"}`, acc.ID); msgBody != want {
 		t.Fatalf("continuation message %q, want %q", msgBody, want)
@@ -392,6 +389,15 @@ func blackHole(tb testing.TB) string {
 		}
 	})
 	return l.Addr().String()
+}
+
+// sqsClient is an SQS client of the fauxqs server f, as the SQS event
+// source mapping reads the queue.
+func sqsClient(f *emulators.Fauxqs) *sqs.Client {
+	return sqs.NewFromConfig(sdkaws.Config{
+		Region:      emulators.FauxqsRegion,
+		Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
+	}, func(o *sqs.Options) { o.BaseEndpoint = sdkaws.String(f.Endpoint()) })
 }
 
 // receiveContinuation reads the next continuation message as the SQS event
