@@ -298,6 +298,19 @@ func (s *Store) readBody(id string) ([]byte, error) {
 // error wrapping core.ErrConflict and deletes nothing; a message already
 // deleted returns one wrapping core.ErrNotFound.
 func (s *Store) Complete(ctx context.Context, m core.Message) error {
+	return s.settle(ctx, m, "complete", func() error {
+		if err := os.Remove(s.msgPath(m.ID)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	})
+}
+
+// settle ends the delivery m: under the queue's lock it checks that m's
+// receipt is its latest delivery's, runs remove (which takes the message's
+// file away) and forgets the message; the directory is synced outside the
+// lock, which Enqueue needs. op names the operation in errors.
+func (s *Store) settle(ctx context.Context, m core.Message, op string, remove func() error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -305,21 +318,20 @@ func (s *Store) Complete(ctx context.Context, m core.Message) error {
 	h, ok := s.msgs[m.ID]
 	if !ok {
 		s.qmu.Unlock()
-		return fmt.Errorf("complete message %q: %w", m.ID, core.ErrNotFound)
+		return fmt.Errorf("%s message %q: %w", op, m.ID, core.ErrNotFound)
 	}
 	if m.Receipt == "" || m.Receipt != h.Receipt {
 		s.qmu.Unlock()
-		return fmt.Errorf("complete message %s: receipt is not the latest delivery's: %w", m.ID, core.ErrConflict)
+		return fmt.Errorf("%s message %s: receipt is not the latest delivery's: %w", op, m.ID, core.ErrConflict)
 	}
-	if err := os.Remove(s.msgPath(m.ID)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := remove(); err != nil {
 		s.qmu.Unlock()
-		return fmt.Errorf("complete message %s: %w", m.ID, err)
+		return fmt.Errorf("%s message %s: %w", op, m.ID, err)
 	}
 	delete(s.msgs, m.ID)
 	s.qmu.Unlock()
-	// The directory is synced outside the lock, which Enqueue needs.
 	if err := syncDir(s.queueDir); err != nil {
-		return fmt.Errorf("complete message %s: %w", m.ID, err)
+		return fmt.Errorf("%s message %s: %w", op, m.ID, err)
 	}
 	return nil
 }
@@ -352,28 +364,7 @@ func (s *Store) NextVisible() (time.Time, bool) {
 // latest delivery's is an error wrapping core.ErrConflict; a message
 // already gone, one wrapping core.ErrNotFound.
 func (s *Store) Quarantine(ctx context.Context, m core.Message) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.qmu.Lock()
-	h, ok := s.msgs[m.ID]
-	if !ok {
-		s.qmu.Unlock()
-		return fmt.Errorf("quarantine message %q: %w", m.ID, core.ErrNotFound)
-	}
-	if m.Receipt == "" || m.Receipt != h.Receipt {
-		s.qmu.Unlock()
-		return fmt.Errorf("quarantine message %s: receipt is not the latest delivery's: %w", m.ID, core.ErrConflict)
-	}
-	name := m.ID + msgSuffix
-	if err := os.Rename(s.msgPath(m.ID), filepath.Join(s.quarantine, name)); err != nil {
-		s.qmu.Unlock()
-		return fmt.Errorf("quarantine message %s: %w", m.ID, err)
-	}
-	delete(s.msgs, m.ID)
-	s.qmu.Unlock()
-	if err := syncDir(s.queueDir); err != nil {
-		return fmt.Errorf("quarantine message %s: %w", m.ID, err)
-	}
-	return nil
+	return s.settle(ctx, m, "quarantine", func() error {
+		return os.Rename(s.msgPath(m.ID), filepath.Join(s.quarantine, m.ID+msgSuffix))
+	})
 }
