@@ -55,7 +55,7 @@ func newAzureFunctions(ctx context.Context, logger *slog.Logger) (*azurefunction
 	}
 	stats := &core.Stats{}
 	fwd := &core.Forwarder{Transport: core.NewTransport(), BackoffBase: s.RetryBackoffMs.D(), Stats: stats}
-	h := &httpapi.Handler{Settings: s, Forwarder: fwd, Stats: stats, Logger: logger, Host: azurefunctions.Caps}
+	h := &httpapi.Handler{Settings: s, Forwarder: fwd, Stats: stats, Logger: logger, Host: azurefunctions.Caps()}
 	srv := &azurefunctions.Server{
 		Addr:    net.JoinHostPort("127.0.0.1", strings.TrimSpace(port)),
 		Gateway: h,

@@ -23,6 +23,9 @@ import (
 	"fngateway/infra/filestore"
 )
 
+// The embedded store sets undecodable messages aside.
+var _ quarantiner = (*filestore.Store)(nil)
+
 // syncBuffer is a log sink safe for the worker's goroutines.
 type syncBuffer struct {
 	mu sync.Mutex
