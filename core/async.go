@@ -173,8 +173,8 @@ type Claim struct {
 	id       string
 	owner    string
 	rec      *asyncRecord
-	lost     context.Context // ends with ErrLeaseLost
-	stop     func()          // stops renewing the lease
+	lost     *causeSignal // fires with ErrLeaseLost or ErrCancelRequested
+	stop     func()       // stops renewing the lease
 	finished atomic.Bool
 }
 
@@ -413,11 +413,10 @@ func (a *Async) submit(ctx context.Context, req *Request, profile *Profile, infl
 	}
 	a.notify(ctx, topic, id, notifyProcessing)
 	c := &Claim{a: a, id: id, owner: owner, rec: rec}
-	var lose context.CancelCauseFunc
-	c.lost, lose = context.WithCancelCause(context.WithoutCancel(ctx))
+	c.lost = newCauseSignal()
 	// Renewed up to the request's expiry: past it, a worker writes the
 	// expired result should the caller never finish.
-	c.stop = a.keepLease(ctx, id, owner, lease, rec.Expiry, lose)
+	c.stop = a.keepLease(ctx, id, owner, lease, rec.Expiry, c.lost.fire)
 	return acc, c, nil
 }
 

@@ -564,11 +564,11 @@ func (a *Async) Finish(ctx context.Context, c *Claim, res *Result, err error) er
 		return errors.New("async finish: claim already finished")
 	}
 	work, cancel := context.WithCancelCause(ctx)
-	unhook := context.AfterFunc(c.lost, func() { cancel(context.Cause(c.lost)) })
+	unhook := c.lost.onFire(func(cause error) { cancel(cause) })
 	s := &session{rec: c.rec, owner: c.owner, inflight: true, work: work,
 		endFn: func() { c.stop(); unhook(); cancel(context.Canceled) }}
 	defer s.end()
-	if s.lost() || errors.Is(context.Cause(c.lost), ErrLeaseLost) {
+	if s.lost() || errors.Is(c.lost.Cause(), ErrLeaseLost) {
 		s.end()
 		closeRes()
 		return ErrLeaseLost

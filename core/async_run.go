@@ -173,7 +173,7 @@ func (a *Async) finishInProcess(ctx context.Context, claim *Claim, work context.
 	case f = <-done:
 	case <-claim.Lost():
 		// ErrLeaseLost, or ErrCancelRequested seen at a lease renewal.
-		cancel(context.Cause(claim.lost))
+		cancel(claim.lost.Cause())
 		f = <-done
 	}
 	if err := a.Finish(context.WithoutCancel(ctx), claim, f.res, f.err); err != nil && !errors.Is(err, ErrLeaseLost) {
