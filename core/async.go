@@ -26,23 +26,23 @@ const (
 	// asyncCorruptPrefix marks records found undecodable, once reported.
 	asyncCorruptPrefix = "gateway/corrupt/"
 
-	// DefaultResultContainer holds async results for profiles without an
+	// defaultResultContainer holds async results for profiles without an
 	// async-config.containername.
-	DefaultResultContainer = "gateway-results"
+	defaultResultContainer = "gateway-results"
 	// AsyncStatusPrefix is the path of the status URIs: AsyncStatusPrefix+id.
 	AsyncStatusPrefix = "/_gateway/async/"
 )
 
 const (
-	// DefaultAsyncTTL is used when Async.TTL is zero (AsyncTTLSecs' default).
-	DefaultAsyncTTL = 24 * time.Hour
+	// defaultAsyncTTL is used when Async.TTL is zero (AsyncTTLSecs' default).
+	defaultAsyncTTL = 24 * time.Hour
 	// DefaultLease is the length of a claim's lease when Async.Lease is
 	// zero. Its holder renews it every third of it (5 s) while it works,
 	// so a continuation whose instance died resumes elsewhere within 15 s.
 	DefaultLease = 15 * time.Second
-	// DefaultTriggerTimeout is used when Async.TriggerTimeout is zero
+	// defaultTriggerTimeout is used when Async.TriggerTimeout is zero
 	// (AsyncTriggerTimeout's default).
-	DefaultTriggerTimeout = 10 * time.Second
+	defaultTriggerTimeout = 10 * time.Second
 	// maxQueueDelay is the longest delay a queue takes (SQS: 15 minutes).
 	maxQueueDelay = 15 * time.Minute
 	// asyncPoll is the Retry-After of a pending request.
@@ -103,7 +103,7 @@ type Async struct {
 	// by Process.
 	Router *Router
 	// TTL is AsyncTTLSecs: the expiry, counted from arrival, and the
-	// lifetime of the result URLs. Zero means DefaultAsyncTTL.
+	// lifetime of the result URLs. Zero means defaultAsyncTTL.
 	TTL time.Duration
 	// Timeout is AsyncTimeout: one attempt's window once async. Zero means
 	// none (the TTL and the execution limit still bound attempts).
@@ -113,7 +113,7 @@ type Async struct {
 	Margin time.Duration
 	// TriggerTimeout is AsyncTriggerTimeout: how long Run waits for the
 	// backend's answer before it hands the request off. Zero means
-	// DefaultTriggerTimeout.
+	// defaultTriggerTimeout.
 	TriggerTimeout time.Duration
 	// Lease is how long a claim holds without renewal; its holder renews
 	// it every third of it while it works (the heartbeat), so a holder
@@ -235,7 +235,7 @@ func (a *Async) ttl() time.Duration {
 	if a.TTL > 0 {
 		return a.TTL
 	}
-	return DefaultAsyncTTL
+	return defaultAsyncTTL
 }
 
 // leaseLen is how long a claim lasts before it must be renewed.
@@ -321,7 +321,7 @@ func (a *Async) submit(ctx context.Context, req *Request, profile *Profile, infl
 	}
 	expiry := arrival.Add(a.ttl())
 	var profileID, topic string
-	container := DefaultResultContainer
+	container := defaultResultContainer
 	if profile != nil {
 		profileID, topic = profile.UserID, profile.Async.Topic
 		if c := profile.Async.ContainerName; c != "" {

@@ -185,7 +185,7 @@ func (a *Async) triggerTimeout() time.Duration {
 	if a.TriggerTimeout > 0 {
 		return a.TriggerTimeout
 	}
-	return DefaultTriggerTimeout
+	return defaultTriggerTimeout
 }
 
 // attemptsOf returns the attempts of an *Error, if err is one.

@@ -100,13 +100,13 @@ func TestQueue(t *testing.T) {
 		t.Parallel()
 		ctx := testContext(t)
 		q := newQueueOn(t, f, uniqueName("bad"))
-		for _, body := range [][]byte{nil, []byte("\xff\xfe"), []byte("nul\x00"), make([]byte, MaxMessageSize+1)} {
+		for _, body := range [][]byte{nil, []byte("\xff\xfe"), []byte("nul\x00"), make([]byte, maxMessageSize+1)} {
 			if err := q.Enqueue(ctx, body, 0); err == nil {
 				t.Errorf("Enqueue(%.20q): no error", body)
 			}
 		}
-		if err := q.Enqueue(ctx, []byte(strings.Repeat("é", MaxMessageSize/2)), 0); err != nil {
-			t.Errorf("Enqueue of %d bytes of UTF-8: %v", MaxMessageSize, err)
+		if err := q.Enqueue(ctx, []byte(strings.Repeat("é", maxMessageSize/2)), 0); err != nil {
+			t.Errorf("Enqueue of %d bytes of UTF-8: %v", maxMessageSize, err)
 		}
 	})
 
