@@ -223,55 +223,36 @@ func (a *Async) rebuild(ctx context.Context, rec *asyncRecord, limit time.Time) 
 // writes the cancellation. A renewal that fails otherwise is tried again
 // at the next beat, so two can fail before the lease lapses.
 func (a *Async) keepLease(ctx context.Context, id, owner string, lease time.Duration, limit time.Time, lose context.CancelCauseFunc) (stop func()) {
-	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		told := false // of a cancel request
-		t := time.NewTicker(max(lease/3, time.Millisecond))
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			until := time.Now().Add(lease)
-			if !limit.IsZero() && limit.Before(until) {
-				until = limit
-			}
-			rec, err := a.updateRecord(ctx, id, func(r *asyncRecord) error {
-				if r.State.Done() || r.Claim == nil || r.Claim.Owner != owner {
-					return ErrLeaseLost
-				}
-				if !r.Claim.Until.Before(until) {
-					return errNoop
-				}
-				r.Claim.Until = until.UTC()
-				return nil
-			})
-			if rec != nil && rec.State == StateCancelling && !told && !errors.Is(err, ErrLeaseLost) {
-				told = true
-				lose(ErrCancelRequested)
-			}
-			switch {
-			case errors.Is(err, ErrLeaseLost), errors.Is(err, ErrNotFound):
-				lose(ErrLeaseLost)
-				return
-			case err == nil || errors.Is(err, errNoop):
-				if !limit.IsZero() && !until.Before(limit) {
-					return // the lease reaches the limit: nothing left to renew
-				}
-			}
+	told := false // of a cancel request
+	return Beat(context.WithoutCancel(ctx), lease/3, func(ctx context.Context) bool {
+		until := time.Now().Add(lease)
+		if !limit.IsZero() && limit.Before(until) {
+			until = limit
 		}
-	}()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			cancel()
-			<-done
+		rec, err := a.updateRecord(ctx, id, func(r *asyncRecord) error {
+			if r.State.Done() || r.Claim == nil || r.Claim.Owner != owner {
+				return ErrLeaseLost
+			}
+			if !r.Claim.Until.Before(until) {
+				return errNoop
+			}
+			r.Claim.Until = until.UTC()
+			return nil
 		})
-	}
+		if rec != nil && rec.State == StateCancelling && !told && !errors.Is(err, ErrLeaseLost) {
+			told = true
+			lose(ErrCancelRequested)
+		}
+		switch {
+		case errors.Is(err, ErrLeaseLost), errors.Is(err, ErrNotFound):
+			lose(ErrLeaseLost)
+			return false
+		case err == nil || errors.Is(err, errNoop):
+			// Once the lease reaches the limit, nothing is left to renew.
+			return limit.IsZero() || until.Before(limit)
+		}
+		return true // tried again at the next beat
+	})
 }
 
 // requeue leaves a message for request id, visible after wait.

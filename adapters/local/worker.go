@@ -256,31 +256,19 @@ func (w *Worker) heartbeat(ext core.VisibilityExtender, m core.Message) (stop fu
 		return func() core.Message { return m }
 	}
 	vis := w.visibility()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
 	cur := m
-	go func() {
-		defer close(done)
-		t := time.NewTicker(max(vis/3, time.Millisecond))
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			next, err := ext.Extend(ctx, cur, vis)
-			switch {
-			case err == nil:
-				cur = next
-			case errors.Is(err, core.ErrNotFound), errors.Is(err, core.ErrConflict):
-				return // no longer ours: the claim's lease guards the work
-			}
+	end := core.Beat(context.Background(), vis/3, func(ctx context.Context) bool {
+		next, err := ext.Extend(ctx, cur, vis)
+		switch {
+		case err == nil:
+			cur = next
+		case errors.Is(err, core.ErrNotFound), errors.Is(err, core.ErrConflict):
+			return false // no longer ours: the claim's lease guards the work
 		}
-	}()
+		return true
+	})
 	return func() core.Message {
-		cancel()
-		<-done
+		end()
 		return cur
 	}
 }

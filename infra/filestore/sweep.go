@@ -139,16 +139,12 @@ func (s *Store) RunSweeper(ctx context.Context, every time.Duration, batch int, 
 	if batch <= 0 {
 		batch = defaultSweepBatch
 	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	stop := core.Beat(ctx, every, func(ctx context.Context) bool {
 		if _, err := s.Sweep(ctx, time.Now(), batch); err != nil && ctx.Err() == nil && report != nil {
 			report(err)
 		}
-	}
+		return true
+	})
+	<-ctx.Done()
+	stop()
 }
