@@ -364,8 +364,7 @@ func (a *Async) submit(ctx context.Context, req *Request, profile *Profile, infl
 	lease := a.leaseLen()
 	if inflight {
 		owner = newAsyncID()
-		rec.State = StateRunning
-		rec.Claim = &claimLease{Owner: owner, Until: now.Add(lease).UTC(), Inflight: true}
+		rec.claimInflight(owner, now.Add(lease))
 	}
 	enc, err := rec.Encode()
 	if err != nil {
@@ -485,19 +484,7 @@ var (
 func (a *Async) abandon(ctx context.Context, id, owner string) (movedOn bool) {
 	ctx, cancel := cleanupContext(ctx)
 	defer cancel()
-	_, err := a.updateRecord(ctx, id, func(r *asyncRecord) error {
-		switch {
-		case r.State == StateAbandoned:
-			return errNoop
-		case r.State.Done():
-			return errMovedOn
-		case owner == "" && r.State == StateQueued && r.Claim == nil,
-			owner != "" && r.Claim != nil && r.Claim.Owner == owner:
-			r.State, r.Claim = StateAbandoned, nil
-			return nil
-		}
-		return errMovedOn
-	})
+	_, err := a.updateRecord(ctx, id, func(r *asyncRecord) error { return r.abandon(owner) })
 	return errors.Is(err, errMovedOn)
 }
 

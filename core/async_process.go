@@ -69,20 +69,9 @@ func (a *Async) continueRequest(ctx context.Context, id string) error {
 		until = deadline
 	}
 	var first, seen bool
-	rec, err := a.updateRecord(ctx, id, func(r *asyncRecord) error {
-		if r.State.Done() {
-			return errNoop
-		}
-		if r.Claim != nil && now.Before(r.Claim.Until) {
-			return errLeased
-		}
-		first = r.State == StateQueued && now.Before(r.Expiry)
-		seen = r.State != StateQueued || r.Claim != nil
-		r.Claim = &claimLease{Owner: owner, Until: until.UTC()}
-		if now.Before(r.Expiry) && r.State != StateCancelling {
-			r.State = StateRunning
-		}
-		return nil
+	rec, err := a.updateRecord(ctx, id, func(r *asyncRecord) (err error) {
+		first, seen, err = r.claim(owner, now, until)
+		return err
 	})
 	switch {
 	case errors.Is(err, ErrNotFound), errors.Is(err, errNoop):
@@ -229,16 +218,7 @@ func (a *Async) keepLease(ctx context.Context, id, owner string, lease time.Dura
 		if !limit.IsZero() && limit.Before(until) {
 			until = limit
 		}
-		rec, err := a.updateRecord(ctx, id, func(r *asyncRecord) error {
-			if r.State.Done() || r.Claim == nil || r.Claim.Owner != owner {
-				return ErrLeaseLost
-			}
-			if !r.Claim.Until.Before(until) {
-				return errNoop
-			}
-			r.Claim.Until = until.UTC()
-			return nil
-		})
+		rec, err := a.updateRecord(ctx, id, func(r *asyncRecord) error { return r.renew(owner, until) })
 		if rec != nil && rec.State == StateCancelling && !told && !errors.Is(err, ErrLeaseLost) {
 			told = true
 			lose(ErrCancelRequested)
@@ -421,7 +401,7 @@ func (a *Async) holds(ctx context.Context, s *session, all []Attempt) (bool, err
 	if err != nil {
 		return false, errors.Join(fmt.Errorf("continuation %s: check claim: %w", s.rec.ID, err), a.handOn(ctx, s, all, false))
 	}
-	if rec.State.Done() || rec.Claim == nil || rec.Claim.Owner != s.owner {
+	if !rec.held(s.owner) {
 		return false, a.lostLease(ctx, s)
 	}
 	return true, nil
@@ -461,16 +441,8 @@ func (a *Async) finalize(ctx context.Context, id string, status int, gatewayCode
 	state := resultState(status, gatewayCode)
 	var topic string
 	_, err := a.updateRecord(ctx, id, func(r *asyncRecord) error {
-		if r.State.Done() {
-			return errNoop
-		}
 		topic = r.Topic
-		r.State, r.Claim = state, nil
-		if all != nil {
-			r.Attempts = all
-		}
-		r.Result = &recordResult{Status: status, CompletedAt: completed, Code: trimCode(gatewayCode)}
-		return nil
+		return r.commit(state, recordResult{Status: status, CompletedAt: completed, Code: trimCode(gatewayCode)}, all)
 	})
 	if errors.Is(err, errNoop) {
 		return nil
@@ -496,17 +468,7 @@ func (a *Async) handOn(ctx context.Context, s *session, all []Attempt, checkpoin
 		return a.commitCancel(ctx, s, all)
 	}
 	s.end()
-	_, err := a.updateRecord(ctx, s.rec.ID, func(r *asyncRecord) error {
-		if r.State.Done() || r.Claim == nil || r.Claim.Owner != s.owner {
-			return ErrLeaseLost
-		}
-		r.Attempts = all
-		if checkpoint {
-			r.Checkpoints++
-		}
-		r.Claim = nil
-		return nil
-	})
+	_, err := a.updateRecord(ctx, s.rec.ID, func(r *asyncRecord) error { return r.release(s.owner, all, checkpoint) })
 	if errors.Is(err, ErrLeaseLost) {
 		return a.lostLease(ctx, s)
 	}
