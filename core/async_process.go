@@ -44,21 +44,35 @@ func (a *Async) Process(ctx context.Context, msg []byte) error {
 type session struct {
 	rec      *asyncRecord // as claimed
 	owner    string
-	inflight bool            // Finish of an inflight claim, not a queue worker
-	work     context.Context // ends with ErrLeaseLost when the lease is lost
-	endOnce  sync.Once
-	endFn    func()
+	inflight bool // Finish of an inflight claim, not a queue worker
+	// stopped fires when the work must stop: ErrLeaseLost when the lease
+	// is lost, ErrCancelRequested when the client cancels, and
+	// context.Canceled at the end.
+	stopped *causeSignal
+	endOnce sync.Once
+	endFn   func()
 
 	// cancelTried is set once the session set out to write the
 	// cancellation, so that a failure on the way hands on plainly.
 	cancelTried bool
 }
 
-// end stops renewing the lease and ends the work context.
+// end stops renewing the lease and ends the work.
 func (s *session) end() { s.endOnce.Do(s.endFn) }
 
 // lost reports whether the lease was lost to another worker.
-func (s *session) lost() bool { return errors.Is(context.Cause(s.work), ErrLeaseLost) }
+func (s *session) lost() bool { return errors.Is(s.stopped.Cause(), ErrLeaseLost) }
+
+// work returns ctx, ended too, with the cause, once the session's work
+// must stop (stopped). Call done when the work is over.
+func (s *session) work(ctx context.Context) (work context.Context, done func()) {
+	work, cancel := context.WithCancelCause(ctx)
+	if cause := s.stopped.Cause(); cause != nil {
+		cancel(cause)
+	}
+	unhook := s.stopped.onFire(func(cause error) { cancel(cause) })
+	return work, func() { unhook(); cancel(context.Canceled) }
+}
 
 func (a *Async) continueRequest(ctx context.Context, id string) error {
 	now := time.Now()
@@ -87,10 +101,10 @@ func (a *Async) continueRequest(ctx context.Context, id string) error {
 		return fmt.Errorf("claim %s: %w", id, err)
 	}
 
-	work, cancel := context.WithCancelCause(ctx)
-	stop := a.keepLease(ctx, id, owner, a.leaseLen(), deadline, cancel)
-	unlisten := a.listenCancel(id, cancel)
-	s := &session{rec: rec, owner: owner, work: work, endFn: func() { unlisten(); stop(); cancel(context.Canceled) }}
+	stopped := newCauseSignal()
+	stop := a.keepLease(ctx, id, owner, a.leaseLen(), deadline, stopped.fire)
+	unlisten := a.listenCancel(id, stopped.fire)
+	s := &session{rec: rec, owner: owner, stopped: stopped, endFn: func() { unlisten(); stop(); stopped.fire(context.Canceled) }}
 	defer s.end()
 	if first {
 		a.notify(ctx, rec.Topic, id, notifyProcessing)
@@ -131,6 +145,8 @@ func (a *Async) continueRequest(ctx context.Context, id string) error {
 	if body != nil {
 		defer body.Close()
 	}
+	work, done := s.work(ctx)
+	defer done()
 	res, ferr := a.forwarder().Forward(work, req)
 	return a.settle(ctx, s, res, ferr)
 }
@@ -319,7 +335,9 @@ func (a *Async) settle(ctx context.Context, s *session, res *Result, ferr error)
 	if ok, err := a.holds(ctx, s, all); !ok {
 		return err
 	}
-	err := a.Store.WriteBlob(s.work, asyncDataKey(s.rec.Container, s.rec.ID), resp.Body, ct, false)
+	work, done := s.work(ctx)
+	err := a.Store.WriteBlob(work, asyncDataKey(s.rec.Container, s.rec.ID), resp.Body, ct, false)
+	done()
 	if err != nil {
 		cut := StreamCut(resp.Body)
 		switch {
@@ -351,7 +369,10 @@ func (a *Async) commitError(ctx context.Context, s *session, e *Error) error {
 	if ok, err := a.holds(ctx, s, e.Attempts); !ok {
 		return err
 	}
-	if err := a.Store.WriteBlob(s.work, asyncDataKey(s.rec.Container, s.rec.ID), bytes.NewReader(e.JSON()), "application/json", false); err != nil {
+	work, done := s.work(ctx)
+	err := a.Store.WriteBlob(work, asyncDataKey(s.rec.Container, s.rec.ID), bytes.NewReader(e.JSON()), "application/json", false)
+	done()
+	if err != nil {
 		if s.lost() {
 			return a.lostLease(ctx, s)
 		}
@@ -506,10 +527,10 @@ func (a *Async) Finish(ctx context.Context, c *Claim, res *Result, err error) er
 		closeRes()
 		return errors.New("async finish: claim already finished")
 	}
-	work, cancel := context.WithCancelCause(ctx)
-	unhook := c.lost.onFire(func(cause error) { cancel(cause) })
-	s := &session{rec: c.rec, owner: c.owner, inflight: true, work: work,
-		endFn: func() { c.stop(); unhook(); cancel(context.Canceled) }}
+	stopped := newCauseSignal()
+	unhook := c.lost.onFire(stopped.fire)
+	s := &session{rec: c.rec, owner: c.owner, inflight: true, stopped: stopped,
+		endFn: func() { c.stop(); unhook(); stopped.fire(context.Canceled) }}
 	defer s.end()
 	if s.lost() || errors.Is(c.lost.Cause(), ErrLeaseLost) {
 		s.end()
