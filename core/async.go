@@ -26,23 +26,23 @@ const (
 	// asyncCorruptPrefix marks records found undecodable, once reported.
 	asyncCorruptPrefix = "gateway/corrupt/"
 
-	// DefaultResultContainer holds async results for profiles without an
+	// defaultResultContainer holds async results for profiles without an
 	// async-config.containername.
-	DefaultResultContainer = "gateway-results"
+	defaultResultContainer = "gateway-results"
 	// AsyncStatusPrefix is the path of the status URIs: AsyncStatusPrefix+id.
 	AsyncStatusPrefix = "/_gateway/async/"
 )
 
 const (
-	// DefaultAsyncTTL is used when Async.TTL is zero (AsyncTTLSecs' default).
-	DefaultAsyncTTL = 24 * time.Hour
+	// defaultAsyncTTL is used when Async.TTL is zero (AsyncTTLSecs' default).
+	defaultAsyncTTL = 24 * time.Hour
 	// DefaultLease is the length of a claim's lease when Async.Lease is
 	// zero. Its holder renews it every third of it (5 s) while it works,
 	// so a continuation whose instance died resumes elsewhere within 15 s.
 	DefaultLease = 15 * time.Second
-	// DefaultTriggerTimeout is used when Async.TriggerTimeout is zero
+	// defaultTriggerTimeout is used when Async.TriggerTimeout is zero
 	// (AsyncTriggerTimeout's default).
-	DefaultTriggerTimeout = 10 * time.Second
+	defaultTriggerTimeout = 10 * time.Second
 	// maxQueueDelay is the longest delay a queue takes (SQS: 15 minutes).
 	maxQueueDelay = 15 * time.Minute
 	// asyncPoll is the Retry-After of a pending request.
@@ -84,79 +84,11 @@ var ErrLeaseLost = errors.New("async lease lost to another worker")
 // fields are set.
 //
 // A serverless invocation cannot keep working after it answers, so Submit
-// makes the request durable, in this order: the request body blob
-// (gateway/requests/<id>), the record in state queued
-// (gateway/records/<id>.json), the queue message {"v":1,"id":…}, and, when
-// the client gave an Idempotency-Key, the idempotency index entry
-// (gateway/idempotency/<hex sha256 of profile, key and caller>, see
-// scopedIdempotencyKey). Only then does it
-// return the Accepted the 202 is made of. Every queue delivery runs Process;
-// the queue delivers at least once, so Process may run twice for one message,
-// concurrently, or after a crash.
-//
-// Exactly one result. The result of request <id> is two blobs in its result
-// container: the data blob <id>/data (the backend's body, or the error
-// document) and the header blob <id>/headers.json. The commit protocol:
-//
-//  1. Claim: a conditional write (Put with the version read) sets the
-//     record's lease to a fresh owner token. Of two racing workers exactly
-//     one wins; the other re-reads, finds the winner's live lease, leaves a
-//     message delayed to the lease's end and acknowledges its delivery. (It
-//     does not merely acknowledge: its delivery may be the holder's own
-//     message, redelivered, and completing it would leave none.)
-//  2. The holder checks that no header blob exists (an earlier holder may have
-//     committed and died before updating the record), runs the attempts,
-//     re-reads the record to check that its token still holds the claim, and
-//     streams the data blob, replacing any left by a holder that died before
-//     committing. A renewer extends the lease while the holder works, within
-//     the invocation's deadline; a lost lease cancels the work, and an
-//     interrupted blob write leaves nothing (blobs appear whole or not at
-//     all).
-//  3. It checks its claim again, then creates the header blob with
-//     create=true. This is the commit point: at most one header blob can
-//     ever exist, so at most one result. A holder whose create fails with
-//     ErrConflict writes nothing more.
-//  4. It marks the record succeeded, failed or expired (conditional write,
-//     whoever holds the lease: the header blob decides), releasing the
-//     claim, and sends the final notification.
-//
-// At least one result follows because a record that is not done always has
-// a message on its way or a holder whose message comes back if it dies:
-// Submit enqueues before answering; a worker does not acknowledge its
-// delivery until it has committed, checkpointed and enqueued a successor, or
-// left a delayed message for a live lease; the submitting process of an
-// inflight claim has a message delayed to its lease's end.
-//
-// A crash between any two steps: before 1, or between 1 and 3, the lease
-// lapses (it is bounded by the invocation's deadline and renewed only while
-// its holder lives) and the redelivered message's worker takes over and
-// sends the request again with the same Idempotency-Key, replacing any data
-// blob the dead holder left. Between 3 and 4, the next worker finds the
-// header blob after claiming and only marks the record done from it. After 4,
-// every delivery finds the record done and is acknowledged.
-//
-// Residual limit: blob stores offer no fencing of blob writes by lease. A
-// holder frozen for longer than its lease (its renewer frozen with it) in the
-// middle of its data write could land that body after a successor's. The
-// header blob stays unique; both bodies answer the same request, sent with
-// the same Idempotency-Key.
-//
-// Submissions that fail. A failure before the record is written leaves at
-// most an orphan body blob, which no record names. A failed enqueue leaves
-// a record without a message: Submit marks it abandoned (a conditional
-// write), so that a message the queue accepted after all finds it abandoned
-// and is acknowledged; Status reports it as not found, since its id was
-// never given out. Should a worker already have claimed it, the message did
-// go out and the hand-off is durable: Submit answers Accepted after all. Only
-// if the store also refuses the abandon write can a message the queue
-// reported as failed, but delivered, run the request: the client got 503 and
-// no id, as with any 5xx after a request was forwarded. The idempotency index
-// is written last, so an entry always names a record whose message went out;
-// a lookup that finds its record missing or abandoned takes the entry over.
-// Two submissions racing with one new key both write records and messages;
-// the one that loses the index abandons its record and answers with the
-// winner's Accepted (should a worker have claimed the loser's record
-// already, the backend sees the request twice, with the same key).
+// makes the request durable (body blob, record, queue message, idempotency
+// entry) before it returns, and the queue delivers at least once, so
+// Process may run twice for one message. How Submit and Process still give
+// exactly one result, including after a crash between any two steps, is
+// the commit protocol described in async_protocol.go.
 type Async struct {
 	// Store keeps records and blobs. Required.
 	Store Store
@@ -171,7 +103,7 @@ type Async struct {
 	// by Process.
 	Router *Router
 	// TTL is AsyncTTLSecs: the expiry, counted from arrival, and the
-	// lifetime of the result URLs. Zero means DefaultAsyncTTL.
+	// lifetime of the result URLs. Zero means defaultAsyncTTL.
 	TTL time.Duration
 	// Timeout is AsyncTimeout: one attempt's window once async. Zero means
 	// none (the TTL and the execution limit still bound attempts).
@@ -181,7 +113,7 @@ type Async struct {
 	Margin time.Duration
 	// TriggerTimeout is AsyncTriggerTimeout: how long Run waits for the
 	// backend's answer before it hands the request off. Zero means
-	// DefaultTriggerTimeout.
+	// defaultTriggerTimeout.
 	TriggerTimeout time.Duration
 	// Lease is how long a claim holds without renewal; its holder renews
 	// it every third of it while it works (the heartbeat), so a holder
@@ -241,8 +173,8 @@ type Claim struct {
 	id       string
 	owner    string
 	rec      *asyncRecord
-	lost     context.Context // ends with ErrLeaseLost
-	stop     func()          // stops renewing the lease
+	lost     *causeSignal // fires with ErrLeaseLost or ErrCancelRequested
+	stop     func()       // stops renewing the lease
 	finished atomic.Bool
 }
 
@@ -303,7 +235,7 @@ func (a *Async) ttl() time.Duration {
 	if a.TTL > 0 {
 		return a.TTL
 	}
-	return DefaultAsyncTTL
+	return defaultAsyncTTL
 }
 
 // leaseLen is how long a claim lasts before it must be renewed.
@@ -391,7 +323,7 @@ func (a *Async) submit(ctx context.Context, req *Request, profile *Profile, infl
 	}
 	expiry := arrival.Add(a.ttl())
 	var profileID, topic string
-	container := DefaultResultContainer
+	container := defaultResultContainer
 	if profile != nil {
 		profileID, topic = profile.UserID, profile.Async.Topic
 		if c := profile.Async.ContainerName; c != "" {
@@ -435,8 +367,7 @@ func (a *Async) submit(ctx context.Context, req *Request, profile *Profile, infl
 	lease := a.leaseLen()
 	if inflight {
 		owner = newAsyncID()
-		rec.State = StateRunning
-		rec.Claim = &claimLease{Owner: owner, Until: now.Add(lease).UTC(), Inflight: true}
+		rec.claimInflight(owner, now.Add(lease))
 	}
 	enc, err := rec.Encode()
 	if err != nil {
@@ -484,11 +415,10 @@ func (a *Async) submit(ctx context.Context, req *Request, profile *Profile, infl
 	}
 	a.notify(ctx, topic, id, notifyProcessing)
 	c := &Claim{a: a, id: id, owner: owner, rec: rec}
-	var lose context.CancelCauseFunc
-	c.lost, lose = context.WithCancelCause(context.WithoutCancel(ctx))
+	c.lost = newCauseSignal()
 	// Renewed up to the request's expiry: past it, a worker writes the
 	// expired result should the caller never finish.
-	c.stop = a.keepLease(ctx, id, owner, lease, rec.Expiry, lose)
+	c.stop = a.keepLease(ctx, id, owner, lease, rec.Expiry, c.lost.fire)
 	return acc, c, nil
 }
 
@@ -557,19 +487,7 @@ var (
 func (a *Async) abandon(ctx context.Context, id, owner string) (movedOn bool) {
 	ctx, cancel := cleanupContext(ctx)
 	defer cancel()
-	_, err := a.updateRecord(ctx, id, func(r *asyncRecord) error {
-		switch {
-		case r.State == StateAbandoned:
-			return errNoop
-		case r.State.Done():
-			return errMovedOn
-		case owner == "" && r.State == StateQueued && r.Claim == nil,
-			owner != "" && r.Claim != nil && r.Claim.Owner == owner:
-			r.State, r.Claim = StateAbandoned, nil
-			return nil
-		}
-		return errMovedOn
-	})
+	_, err := a.updateRecord(ctx, id, func(r *asyncRecord) error { return r.abandon(owner) })
 	return errors.Is(err, errMovedOn)
 }
 

@@ -42,27 +42,6 @@ const (
 	cancelPending
 )
 
-// requestCancel is the record's transition on a cancel request at now:
-// queued or running becomes cancelling; a finished or cancelling record
-// is left as it is. It does no I/O.
-func (r *asyncRecord) requestCancel(now time.Time) cancelOutcome {
-	switch {
-	case r.State.Done():
-		return cancelFinished
-	case r.State == StateCancelling:
-		return cancelPending
-	}
-	r.State, r.CancelRequested = StateCancelling, now.UTC()
-	return cancelMarked
-}
-
-// cancelUnheld reports whether r is cancelling and nobody holds a live
-// claim on it at now, so that nobody will write the cancellation unless
-// the canceller does. It does no I/O.
-func (r *asyncRecord) cancelUnheld(now time.Time) bool {
-	return r.State == StateCancelling && (r.Claim == nil || !now.Before(r.Claim.Until))
-}
-
 // errNotCancelled ends a cancel update that must not write.
 var errNotCancelled = errors.New("not cancelled")
 

@@ -44,21 +44,35 @@ func (a *Async) Process(ctx context.Context, msg []byte) error {
 type session struct {
 	rec      *asyncRecord // as claimed
 	owner    string
-	inflight bool            // Finish of an inflight claim, not a queue worker
-	work     context.Context // ends with ErrLeaseLost when the lease is lost
-	endOnce  sync.Once
-	endFn    func()
+	inflight bool // Finish of an inflight claim, not a queue worker
+	// stopped fires when the work must stop: ErrLeaseLost when the lease
+	// is lost, ErrCancelRequested when the client cancels, and
+	// context.Canceled at the end.
+	stopped *causeSignal
+	endOnce sync.Once
+	endFn   func()
 
 	// cancelTried is set once the session set out to write the
 	// cancellation, so that a failure on the way hands on plainly.
 	cancelTried bool
 }
 
-// end stops renewing the lease and ends the work context.
+// end stops renewing the lease and ends the work.
 func (s *session) end() { s.endOnce.Do(s.endFn) }
 
 // lost reports whether the lease was lost to another worker.
-func (s *session) lost() bool { return errors.Is(context.Cause(s.work), ErrLeaseLost) }
+func (s *session) lost() bool { return errors.Is(s.stopped.Cause(), ErrLeaseLost) }
+
+// work returns ctx, ended too, with the cause, once the session's work
+// must stop (stopped). Call done when the work is over.
+func (s *session) work(ctx context.Context) (work context.Context, done func()) {
+	work, cancel := context.WithCancelCause(ctx)
+	if cause := s.stopped.Cause(); cause != nil {
+		cancel(cause)
+	}
+	unhook := s.stopped.onFire(func(cause error) { cancel(cause) })
+	return work, func() { unhook(); cancel(context.Canceled) }
+}
 
 func (a *Async) continueRequest(ctx context.Context, id string) error {
 	now := time.Now()
@@ -69,20 +83,9 @@ func (a *Async) continueRequest(ctx context.Context, id string) error {
 		until = deadline
 	}
 	var first, seen bool
-	rec, err := a.updateRecord(ctx, id, func(r *asyncRecord) error {
-		if r.State.Done() {
-			return errNoop
-		}
-		if r.Claim != nil && now.Before(r.Claim.Until) {
-			return errLeased
-		}
-		first = r.State == StateQueued && now.Before(r.Expiry)
-		seen = r.State != StateQueued || r.Claim != nil
-		r.Claim = &claimLease{Owner: owner, Until: until.UTC()}
-		if now.Before(r.Expiry) && r.State != StateCancelling {
-			r.State = StateRunning
-		}
-		return nil
+	rec, err := a.updateRecord(ctx, id, func(r *asyncRecord) (err error) {
+		first, seen, err = r.claim(owner, now, until)
+		return err
 	})
 	switch {
 	case errors.Is(err, ErrNotFound), errors.Is(err, errNoop):
@@ -100,10 +103,10 @@ func (a *Async) continueRequest(ctx context.Context, id string) error {
 	ctx, endObs := a.startContinuation(ctx, rec)
 	defer endObs()
 
-	work, cancel := context.WithCancelCause(ctx)
-	stop := a.keepLease(ctx, id, owner, a.leaseLen(), deadline, cancel)
-	unlisten := a.listenCancel(id, cancel)
-	s := &session{rec: rec, owner: owner, work: work, endFn: func() { unlisten(); stop(); cancel(context.Canceled) }}
+	stopped := newCauseSignal()
+	stop := a.keepLease(ctx, id, owner, a.leaseLen(), deadline, stopped.fire)
+	unlisten := a.listenCancel(id, stopped.fire)
+	s := &session{rec: rec, owner: owner, stopped: stopped, endFn: func() { unlisten(); stop(); stopped.fire(context.Canceled) }}
 	defer s.end()
 	if first {
 		a.notify(ctx, rec.Topic, id, notifyProcessing)
@@ -144,6 +147,8 @@ func (a *Async) continueRequest(ctx context.Context, id string) error {
 	if body != nil {
 		defer body.Close()
 	}
+	work, done := s.work(ctx)
+	defer done()
 	res, ferr := a.forwarder().Forward(work, req)
 	return a.settleObserved(ctx, s, res, ferr)
 }
@@ -225,55 +230,27 @@ func (a *Async) rebuild(ctx context.Context, rec *asyncRecord, limit time.Time) 
 // writes the cancellation. A renewal that fails otherwise is tried again
 // at the next beat, so two can fail before the lease lapses.
 func (a *Async) keepLease(ctx context.Context, id, owner string, lease time.Duration, limit time.Time, lose context.CancelCauseFunc) (stop func()) {
-	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		told := false // of a cancel request
-		t := time.NewTicker(max(lease/3, time.Millisecond))
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			until := time.Now().Add(lease)
-			if !limit.IsZero() && limit.Before(until) {
-				until = limit
-			}
-			rec, err := a.updateRecord(ctx, id, func(r *asyncRecord) error {
-				if r.State.Done() || r.Claim == nil || r.Claim.Owner != owner {
-					return ErrLeaseLost
-				}
-				if !r.Claim.Until.Before(until) {
-					return errNoop
-				}
-				r.Claim.Until = until.UTC()
-				return nil
-			})
-			if rec != nil && rec.State == StateCancelling && !told && !errors.Is(err, ErrLeaseLost) {
-				told = true
-				lose(ErrCancelRequested)
-			}
-			switch {
-			case errors.Is(err, ErrLeaseLost), errors.Is(err, ErrNotFound):
-				lose(ErrLeaseLost)
-				return
-			case err == nil || errors.Is(err, errNoop):
-				if !limit.IsZero() && !until.Before(limit) {
-					return // the lease reaches the limit: nothing left to renew
-				}
-			}
+	told := false // of a cancel request
+	return Beat(context.WithoutCancel(ctx), lease/3, func(ctx context.Context) bool {
+		until := time.Now().Add(lease)
+		if !limit.IsZero() && limit.Before(until) {
+			until = limit
 		}
-	}()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			cancel()
-			<-done
-		})
-	}
+		rec, err := a.updateRecord(ctx, id, func(r *asyncRecord) error { return r.renew(owner, until) })
+		if rec != nil && rec.State == StateCancelling && !told && !errors.Is(err, ErrLeaseLost) {
+			told = true
+			lose(ErrCancelRequested)
+		}
+		switch {
+		case errors.Is(err, ErrLeaseLost), errors.Is(err, ErrNotFound):
+			lose(ErrLeaseLost)
+			return false
+		case err == nil || errors.Is(err, errNoop):
+			// Once the lease reaches the limit, nothing is left to renew.
+			return limit.IsZero() || until.Before(limit)
+		}
+		return true // tried again at the next beat
+	})
 }
 
 // requeue leaves a message for request id, visible after wait.
@@ -360,7 +337,9 @@ func (a *Async) settle(ctx context.Context, s *session, res *Result, ferr error)
 	if ok, err := a.holds(ctx, s, all); !ok {
 		return err
 	}
-	err := a.Store.WriteBlob(s.work, asyncDataKey(s.rec.Container, s.rec.ID), resp.Body, ct, false)
+	work, done := s.work(ctx)
+	err := a.Store.WriteBlob(work, asyncDataKey(s.rec.Container, s.rec.ID), resp.Body, ct, false)
+	done()
 	if err != nil {
 		cut := StreamCut(resp.Body)
 		switch {
@@ -392,7 +371,10 @@ func (a *Async) commitError(ctx context.Context, s *session, e *Error) error {
 	if ok, err := a.holds(ctx, s, e.Attempts); !ok {
 		return err
 	}
-	if err := a.Store.WriteBlob(s.work, asyncDataKey(s.rec.Container, s.rec.ID), bytes.NewReader(e.JSON()), "application/json", false); err != nil {
+	work, done := s.work(ctx)
+	err := a.Store.WriteBlob(work, asyncDataKey(s.rec.Container, s.rec.ID), bytes.NewReader(e.JSON()), "application/json", false)
+	done()
+	if err != nil {
 		if s.lost() {
 			return a.lostLease(ctx, s)
 		}
@@ -442,7 +424,7 @@ func (a *Async) holds(ctx context.Context, s *session, all []Attempt) (bool, err
 	if err != nil {
 		return false, errors.Join(fmt.Errorf("continuation %s: check claim: %w", s.rec.ID, err), a.handOn(ctx, s, all, false))
 	}
-	if rec.State.Done() || rec.Claim == nil || rec.Claim.Owner != s.owner {
+	if !rec.held(s.owner) {
 		return false, a.lostLease(ctx, s)
 	}
 	return true, nil
@@ -482,16 +464,8 @@ func (a *Async) finalize(ctx context.Context, id string, status int, gatewayCode
 	state := resultState(status, gatewayCode)
 	var topic string
 	_, err := a.updateRecord(ctx, id, func(r *asyncRecord) error {
-		if r.State.Done() {
-			return errNoop
-		}
 		topic = r.Topic
-		r.State, r.Claim = state, nil
-		if all != nil {
-			r.Attempts = all
-		}
-		r.Result = &recordResult{Status: status, CompletedAt: completed, Code: trimCode(gatewayCode)}
-		return nil
+		return r.commit(state, recordResult{Status: status, CompletedAt: completed, Code: trimCode(gatewayCode)}, all)
 	})
 	if errors.Is(err, errNoop) {
 		return nil
@@ -517,17 +491,7 @@ func (a *Async) handOn(ctx context.Context, s *session, all []Attempt, checkpoin
 		return a.commitCancel(ctx, s, all)
 	}
 	s.end()
-	_, err := a.updateRecord(ctx, s.rec.ID, func(r *asyncRecord) error {
-		if r.State.Done() || r.Claim == nil || r.Claim.Owner != s.owner {
-			return ErrLeaseLost
-		}
-		r.Attempts = all
-		if checkpoint {
-			r.Checkpoints++
-		}
-		r.Claim = nil
-		return nil
-	})
+	_, err := a.updateRecord(ctx, s.rec.ID, func(r *asyncRecord) error { return r.release(s.owner, all, checkpoint) })
 	if errors.Is(err, ErrLeaseLost) {
 		return a.lostLease(ctx, s)
 	}
@@ -565,12 +529,12 @@ func (a *Async) Finish(ctx context.Context, c *Claim, res *Result, err error) er
 		closeRes()
 		return errors.New("async finish: claim already finished")
 	}
-	work, cancel := context.WithCancelCause(ctx)
-	unhook := context.AfterFunc(c.lost, func() { cancel(context.Cause(c.lost)) })
-	s := &session{rec: c.rec, owner: c.owner, inflight: true, work: work,
-		endFn: func() { c.stop(); unhook(); cancel(context.Canceled) }}
+	stopped := newCauseSignal()
+	unhook := c.lost.onFire(stopped.fire)
+	s := &session{rec: c.rec, owner: c.owner, inflight: true, stopped: stopped,
+		endFn: func() { c.stop(); unhook(); stopped.fire(context.Canceled) }}
 	defer s.end()
-	if s.lost() || errors.Is(context.Cause(c.lost), ErrLeaseLost) {
+	if s.lost() || errors.Is(c.lost.Cause(), ErrLeaseLost) {
 		s.end()
 		closeRes()
 		return ErrLeaseLost

@@ -173,7 +173,7 @@ func (a *Async) finishInProcess(ctx context.Context, claim *Claim, work context.
 	case f = <-done:
 	case <-claim.Lost():
 		// ErrLeaseLost, or ErrCancelRequested seen at a lease renewal.
-		cancel(context.Cause(claim.lost))
+		cancel(claim.lost.Cause())
 		f = <-done
 	}
 	if err := a.Finish(context.WithoutCancel(ctx), claim, f.res, f.err); err != nil && !errors.Is(err, ErrLeaseLost) {
@@ -185,7 +185,7 @@ func (a *Async) triggerTimeout() time.Duration {
 	if a.TriggerTimeout > 0 {
 		return a.TriggerTimeout
 	}
-	return DefaultTriggerTimeout
+	return defaultTriggerTimeout
 }
 
 // attemptsOf returns the attempts of an *Error, if err is one.

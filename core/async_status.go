@@ -71,9 +71,9 @@ func (v *StatusView) OperationError() (code, message string, ok bool) {
 	return "BackendStatus", fmt.Sprintf("the backend answered status %d; the status URI answers it", v.ResultStatus), true
 }
 
-// StoredResult is the committed result of a finished request, as the
+// storedResult is the committed result of a finished request, as the
 // status URI replays it.
-type StoredResult struct {
+type storedResult struct {
 	// Status and Header are the result's, from its header blob (the
 	// backend's answer, or the gateway's error with its x-Gateway-Error
 	// and x-Attempts).
@@ -86,7 +86,7 @@ type StoredResult struct {
 // OpenResult opens the result of v, a finished request's view from
 // Status. It fails for a view that is not done, and with an error wrapping
 // ErrNotFound when the result blobs are gone (swept).
-func (a *Async) OpenResult(ctx context.Context, v *StatusView) (*StoredResult, error) {
+func (a *Async) OpenResult(ctx context.Context, v *StatusView) (*storedResult, error) {
 	if !v.State.Done() || v.container == "" {
 		return nil, fmt.Errorf("async result %s: not finished", v.ID)
 	}
@@ -113,5 +113,5 @@ func (a *Async) OpenResult(ctx context.Context, v *StatusView) (*StoredResult, e
 	if h.Headers.Get("X-Attempts") == "" {
 		h.Headers.Set("X-Attempts", strconv.Itoa(len(h.Attempts)))
 	}
-	return &StoredResult{Status: h.Status, Header: h.Headers, Body: body}, nil
+	return &storedResult{Status: h.Status, Header: h.Headers, Body: body}, nil
 }

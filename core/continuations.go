@@ -45,12 +45,14 @@ var ErrDraining = errors.New("the instance is shutting down")
 type Continuations struct {
 	slots   chan struct{}
 	closing chan struct{}
-	work    context.Context
-	abort   context.CancelCauseFunc
 
 	mu      sync.Mutex
 	closed  bool
 	running sync.WaitGroup
+	// stops ends, with a cause, the context of each continuation started
+	// and not done yet; keyed by a number given out in order, under mu.
+	stops map[uint64]context.CancelCauseFunc
+	next  uint64
 
 	// perProfile caps the slots one profile holds (zero: no cap beyond
 	// the slots); held counts them, per profile, under mu.
@@ -64,8 +66,8 @@ func NewContinuations(max int) *Continuations {
 	if max <= 0 {
 		max = DefaultMaxContinuations
 	}
-	work, abort := context.WithCancelCause(context.Background())
-	return &Continuations{slots: make(chan struct{}, max), closing: make(chan struct{}), work: work, abort: abort}
+	return &Continuations{slots: make(chan struct{}, max), closing: make(chan struct{}),
+		stops: map[uint64]context.CancelCauseFunc{}}
 }
 
 // NewProfileContinuations returns a Continuations with max slots of which
@@ -201,10 +203,17 @@ func (c *Continuations) started() (context.Context, func(), bool) {
 		return nil, nil, false
 	}
 	c.running.Add(1)
+	work, stop := context.WithCancelCause(context.Background())
+	key := c.next
+	c.next++
+	c.stops[key] = stop
 	c.mu.Unlock()
 	var once sync.Once
-	return c.work, func() {
+	return work, func() {
 		once.Do(func() {
+			c.mu.Lock()
+			delete(c.stops, key)
+			c.mu.Unlock()
 			<-c.slots
 			c.running.Done()
 		})
@@ -233,7 +242,11 @@ func (c *Continuations) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	stopped := len(c.slots)
-	c.abort(ErrDraining)
+	c.mu.Lock()
+	for _, stop := range c.stops {
+		stop(ErrDraining)
+	}
+	c.mu.Unlock()
 	t := time.NewTimer(drainWindUp)
 	defer t.Stop()
 	select {

@@ -7,7 +7,7 @@ package core
 // http.Hijacker) let a handler discover what a connection supports.
 //
 // The zero value is the most restrictive host: no work after the answer, no
-// connection upgrades, no streamed responses. A HostCaps is a plain value,
+// connection upgrades. A HostCaps is a plain value,
 // safe to copy and to read from many goroutines.
 type HostCaps struct {
 	// Name names the host in logs and errors: "local", "azurefunctions",
@@ -23,7 +23,4 @@ type HostCaps struct {
 	// a tunnel after a 101 Switching Protocols (WebSocket). Hosts that
 	// cannot refuse upgrade requests clearly.
 	Upgrade bool
-	// Stream reports whether the response body reaches the client as it is
-	// written (flushes are honoured) rather than buffered whole.
-	Stream bool
 }

@@ -12,12 +12,12 @@ import (
 	"sync/atomic"
 )
 
-// ViaPseudonym names the gateway in the Via header it adds both ways
+// viaPseudonym names the gateway in the Via header it adds both ways
 // (RFC 9110 §7.6.3).
-const ViaPseudonym = "fngateway"
+const viaPseudonym = "fngateway"
 
 // viaSelf is the gateway's own Via entry.
-const viaSelf = "1.1 " + ViaPseudonym
+const viaSelf = "1.1 " + viaPseudonym
 
 // viaValue is the Via value of a message no earlier hop wrote one on,
 // shared by every response (net/http only reads header values); a full

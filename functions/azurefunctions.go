@@ -58,7 +58,7 @@ func newAzureFunctions(ctx context.Context, logger *slog.Logger) (*azurefunction
 	if err := upstreamPolicy(ctx, s, fwd); err != nil {
 		return nil, nil, err
 	}
-	h := &httpapi.Handler{Settings: s, Forwarder: fwd, Stats: stats, Logger: logger, Host: azurefunctions.Caps}
+	h := &httpapi.Handler{Settings: s, Forwarder: fwd, Stats: stats, Logger: logger, Host: azurefunctions.Caps()}
 	srv := &azurefunctions.Server{
 		Addr:    net.JoinHostPort("127.0.0.1", strings.TrimSpace(port)),
 		Gateway: h,

@@ -42,7 +42,7 @@ func runLambda(ctx context.Context, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "functions: %v\n", err)
 		return 2
 	}
-	gw, err := newGateway(ctx, s, limit, lambda.Caps(s.InvokeMode), logger)
+	gw, err := newGateway(ctx, s, limit, lambda.Caps(), logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "functions: %v\n", err)
 		if se := (*core.SettingError)(nil); errors.As(err, &se) {

@@ -184,7 +184,7 @@ func TestAsyncStatusAnswersResult(t *testing.T) {
 				t.Errorf("operation while pending = %+v; want Running", d)
 			}
 
-			res, data, _ := waitResult(t, acc.StatusURI, 15*time.Second)
+			res, data, _ := waitResult(t, acc.StatusURI, 800*time.Millisecond+loadMargin) // the backend's delay
 			if res.StatusCode != tt.wantStatus {
 				t.Fatalf("status URI once done = %d %s; want %d", res.StatusCode, data, tt.wantStatus)
 			}
@@ -268,7 +268,7 @@ func TestAsyncCancel(t *testing.T) {
 	if ol := resp.Header.Get("Operation-Location"); ol != acc.StatusURI+"/operation" {
 		t.Errorf("DELETE Operation-Location = %q", ol)
 	}
-	res, data, states := waitResult(t, acc.StatusURI, 10*time.Second)
+	res, data, states := waitResult(t, acc.StatusURI, 800*time.Millisecond+loadMargin) // the backend's delay, at most
 	took := time.Since(sent)
 	if res.StatusCode != 409 {
 		t.Fatalf("status URI after DELETE = %d %s (states %v); want 409", res.StatusCode, data, states)

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"fngateway/core"
 )
 
 // Items 4-6 of the async robustness work, end to end on the local host:
@@ -121,10 +123,10 @@ func TestAsyncFairnessBetweenProfiles(t *testing.T) {
 	wg.Wait()
 	// Each attempt ran until its 202; those handed to the queue were
 	// cancelled then, and only the profile's share goes on in-process.
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(loadMargin)
 	for hanging.Load() > 2 {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d heavy attempts still open 5 s after the 202s; want the profile's share, 2", hanging.Load())
+			t.Fatalf("%d heavy attempts still open %v after the 202s; want the profile's share, 2", hanging.Load(), loadMargin)
 		}
 		time.Sleep(10 * time.Millisecond) // polling with a deadline
 	}
@@ -287,14 +289,14 @@ func TestAsyncCorruptRecordWhileRunning(t *testing.T) {
 			// The in-process finish cannot commit; the message delayed to
 			// its lease's end (15 s) then finds the record corrupt, is
 			// settled and logged once.
-			gw.WaitLog(t, 30*time.Second, func(m map[string]any) bool {
+			gw.WaitLog(t, core.DefaultLease+loadMargin, func(m map[string]any) bool {
 				e, _ := m["err"].(string)
 				return strings.Contains(e, acc.ID) && strings.Contains(e, "cannot be decoded")
 			})
-			deadline := time.Now().Add(10 * time.Second)
+			deadline := time.Now().Add(loadMargin)
 			for len(queueFiles(t, dir)) > 0 {
 				if time.Now().After(deadline) {
-					t.Fatalf("the message is still queued 10 s after it was settled: %v", queueFiles(t, dir))
+					t.Fatalf("the message is still queued %v after it was settled: %v", loadMargin, queueFiles(t, dir))
 				}
 				time.Sleep(20 * time.Millisecond) // polling with a deadline
 			}

@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"fngateway/core"
 	"fngateway/infra/filestore"
 )
 
@@ -199,7 +200,7 @@ func TestAsyncEmbedded(t *testing.T) {
 		t.Errorf("statusUri %q is not on the gateway %s", acc.StatusURI, gw.URL)
 	}
 
-	resp, data, states := waitResult(t, acc.StatusURI, 10*time.Second)
+	resp, data, states := waitResult(t, acc.StatusURI, 1500*time.Millisecond+loadMargin) // the backend's delay
 	if len(states) == 0 {
 		t.Error("the status URI never reported a pending state")
 	}
@@ -339,7 +340,7 @@ func TestAsyncURLExpires(t *testing.T) {
 	env["AsyncTTLSecs"] = "2"
 	gw := StartGateway(t, env)
 	_, acc, _ := submitAsync(t, gw.URL, "/short", nil)
-	waitResult(t, acc.StatusURI, 5*time.Second)
+	waitResult(t, acc.StatusURI, 500*time.Millisecond+loadMargin) // the backend's delay
 	resp, data, _ := Do(t, "GET", acc.DataBlobURI, nil, "")
 	if resp.StatusCode != 200 || string(data) != "report for /short: payload-123" {
 		t.Fatalf("data URL before expiry = %d %q", resp.StatusCode, data)
@@ -439,7 +440,7 @@ func TestAsyncIdempotentSubmission(t *testing.T) {
 		t.Errorf("backend calls after the reused keys = %d; want still 1", got)
 	}
 
-	waitResult(t, first.StatusURI, 10*time.Second)
+	waitResult(t, first.StatusURI, 1500*time.Millisecond+loadMargin) // the backend's delay
 	_, third, _ := submitAsync(t, gw.URL, "/job", key)
 	if third != first {
 		t.Errorf("resubmission once done = %+v; want %+v", third, first)
@@ -459,10 +460,11 @@ func TestAsyncSurvivesSIGKILL(t *testing.T) {
 	env["FunctionLimitMarginMs"] = "500"
 	gw := StartGateway(t, env)
 	_, acc, _ := submitAsync(t, gw.URL, "/crash", map[string]string{"Idempotency-Key": "crash-key"})
-	// Wait until the in-flight attempt is at the backend, then kill.
-	deadline := time.Now().Add(5 * time.Second)
+	// Wait until the in-flight attempt is at the backend, then kill. It
+	// starts at the arrival, before the 202.
+	deadline := time.Now().Add(loadMargin)
 	for be.total.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // polling a counter with a deadline
 	}
 	gw.Kill()
 	if be.total.Load() != 1 {
@@ -471,7 +473,12 @@ func TestAsyncSurvivesSIGKILL(t *testing.T) {
 
 	gw2 := StartGateway(t, env)
 	status := strings.Replace(acc.StatusURI, gw.URL, gw2.URL, 1)
-	resp, data, _ := waitResult(t, status, 30*time.Second)
+	// The killed claim and its delayed message outlive the kill by at most
+	// one lease; a message received while the claim still lives comes back
+	// when it ends, rounded up to a whole second (what queues take); then
+	// one attempt, at most AsyncTimeout (it covers the 2 s backend).
+	within := core.DefaultLease + time.Second + 4*time.Second + loadMargin
+	resp, data, _ := waitResult(t, status, within)
 	if resp.StatusCode != 201 || string(data) != "report for /crash: payload-123" {
 		t.Errorf("result = %d %q", resp.StatusCode, data)
 	}
@@ -495,13 +502,17 @@ func TestAsyncStatusExpires(t *testing.T) {
 	gw := StartGateway(t, env)
 	sent := time.Now()
 	_, acc, _ := submitAsync(t, gw.URL, "/short", nil)
-	waitResult(t, acc.StatusURI, 5*time.Second)
+	waitResult(t, acc.StatusURI, 500*time.Millisecond+loadMargin) // the backend's delay
+	// A poll sent 7 s after the submission (the 4 s read end, and 3 s
+	// for the gateway's clock) must be 410; when it is answered, on a
+	// loaded machine, does not matter.
 	deadline := sent.Add(7 * time.Second)
 	for {
+		polled := time.Now()
 		resp, body, _ := Do(t, "GET", acc.StatusURI, nil, "")
 		if resp.StatusCode == 201 {
-			if time.Now().After(deadline) {
-				t.Fatalf("still the result %v after the submission; want 410 after 4 s", time.Since(sent))
+			if polled.After(deadline) {
+				t.Fatalf("still the result for a poll sent %v after the submission; want 410 after 4 s", polled.Sub(sent))
 			}
 			time.Sleep(50 * time.Millisecond) // polling, as a client would
 			continue
@@ -536,7 +547,7 @@ func TestAsyncCorruptRecord(t *testing.T) {
 	env := asyncEnv(be.URL, dir)
 	gw := StartGateway(t, env)
 	_, acc, _ := submitAsync(t, gw.URL, "/corrupt", nil)
-	waitResult(t, acc.StatusURI, 10*time.Second)
+	waitResult(t, acc.StatusURI, 600*time.Millisecond+loadMargin) // the backend's delay
 	gw.Kill()
 
 	// While no gateway runs: damage the record and queue a continuation
@@ -586,14 +597,14 @@ func TestAsyncCorruptRecord(t *testing.T) {
 		}
 		return n
 	}
-	gw2.WaitLog(t, 10*time.Second, func(m map[string]any) bool {
+	gw2.WaitLog(t, loadMargin, func(m map[string]any) bool {
 		e, _ := m["err"].(string)
 		return strings.Contains(e, acc.ID) && strings.Contains(e, "cannot be decoded")
 	})
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(loadMargin) // the worker polls every 100 ms
 	for queued()[ours] {
 		if time.Now().After(deadline) {
-			t.Fatal("the continuation message was not settled within 10 s")
+			t.Fatalf("the continuation message was not settled within %v", loadMargin)
 		}
 		time.Sleep(50 * time.Millisecond) // polling with a deadline
 	}

@@ -333,7 +333,7 @@ func TestAzureFunctionsModuleSettings(t *testing.T) {
 	}
 	ctx := context.Background()
 	var msg core.Message
-	wait := core.DefaultLease + 10*time.Second
+	wait := core.DefaultLease + loadMargin
 	deadline := time.Now().Add(wait)
 	for {
 		msgs, err := q.Receive(ctx, 1, 30*time.Second)

@@ -61,7 +61,7 @@ func TestAsyncAzurite(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	loc, _ := waitDone(t, acc.StatusURI, 15*time.Second)
+	loc, _ := waitDone(t, acc.StatusURI, 1500*time.Millisecond+loadMargin) // the backend's delay
 	resp, data, _ := Do(t, "GET", loc, nil, "")
 	if resp.StatusCode != 200 || string(data) != "report for /reports/azure: payload-123" {
 		t.Errorf("data blob via SAS = %d %q", resp.StatusCode, data)
@@ -153,12 +153,12 @@ func queueCount(tb testing.TB, conn, name string) int64 {
 // hidden: the gateway's worker has received and completed the others.
 func waitQueueCount(tb testing.TB, conn, name string, want int64) {
 	tb.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(loadMargin) // the worker receives at once
 	for time.Now().Before(deadline) {
 		if queueCount(tb, conn, name) == want {
 			return
 		}
 		time.Sleep(50 * time.Millisecond) // polling with a deadline
 	}
-	tb.Fatalf("the queue did not return to %d messages within 10 s", want)
+	tb.Fatalf("the queue did not return to %d messages within %v", want, loadMargin)
 }

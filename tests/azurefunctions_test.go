@@ -190,15 +190,15 @@ func TestAzureFunctionsForwarding(t *testing.T) {
 			t.Errorf("%s: continuation = %d %.200s; want 400 with the reason in Logs", name, resp.StatusCode, out)
 		}
 	}
-	g.WaitLog(t, 2*time.Second, func(m map[string]any) bool { return m["msg"] == "undecodable continuation invocation" })
+	g.WaitLog(t, loadMargin, func(m map[string]any) bool { return m["msg"] == "undecodable continuation invocation" })
 	if calls.Load() != 2 {
 		t.Errorf("backend calls = %d; want 2", calls.Load())
 	}
 	// The request's log line carries the host's invocation id.
-	g.WaitLog(t, 2*time.Second, func(m map[string]any) bool {
+	g.WaitLog(t, loadMargin, func(m map[string]any) bool {
 		return m["msg"] == "request" && m["path"] == "/api/hello" && m["invocationId"] == "inv-e2e-1"
 	})
-	g.WaitLog(t, 2*time.Second, func(m map[string]any) bool {
+	g.WaitLog(t, loadMargin, func(m map[string]any) bool {
 		return m["msg"] == "azure functions host" && m["functionTimeout"] == "00:05:00" && m["httpLimitMs"] == float64(230000) && m["invocationLimitMs"] == float64(300000)
 	})
 }
@@ -316,7 +316,7 @@ func TestAzureFunctionsAsync(t *testing.T) {
 	ctx := context.Background()
 	receive := func() core.Message {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(loadMargin) // the message is queued at once
 		for {
 			msgs, err := q.Receive(ctx, 1, 30*time.Second)
 			if err != nil {
@@ -365,7 +365,7 @@ func TestAzureFunctionsAsync(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	loc, _ := waitDone(t, acc.StatusURI, 10*time.Second)
+	loc, _ := waitDone(t, acc.StatusURI, loadMargin) // the continuation was delivered: only the writes remain
 	resp, data, _ := Do(t, "GET", loc, nil, "")
 	if resp.StatusCode != 200 || string(data) != "done /reports/az: payload-az" {
 		t.Errorf("data via %s = %d %q; want the backend's exact body", loc, resp.StatusCode, data)
@@ -403,7 +403,7 @@ func TestAzureFunctionsAsync(t *testing.T) {
 			}
 		})
 	}
-	g.WaitLog(t, 2*time.Second, func(m map[string]any) bool {
+	g.WaitLog(t, loadMargin, func(m map[string]any) bool {
 		return m["msg"] == "undecodable continuation message" && m["dequeueCount"] == float64(4)
 	})
 	if got := be.calls.Load(); got != calls {

@@ -67,7 +67,7 @@ func TestTTLCancelsSlowBackend(t *testing.T) {
 	if got := resp.Header.Get("X-Attempts"); got != "1" {
 		t.Errorf("x-Attempts = %q; want 1", got)
 	}
-	line := gw.WaitLog(t, 2*time.Second, func(m map[string]any) bool { return m["msg"] == "request" && m["path"] == "/slow" })
+	line := gw.WaitLog(t, loadMargin, func(m map[string]any) bool { return m["msg"] == "request" && m["path"] == "/slow" })
 	if line["deadline"] != "ttl" || line["code"] != "TTLExpired" || line["status"] != float64(504) || line["attempts"] != float64(1) {
 		t.Errorf("log line = %v; want deadline ttl, code TTLExpired, status 504, attempts 1", line)
 	}
@@ -200,7 +200,7 @@ func TestStreamIdleCut(t *testing.T) {
 	if !strings.Contains(string(stats), `"stream_idle_cut":1`) {
 		t.Errorf("stats = %s; want stream_idle_cut 1", stats)
 	}
-	gw.WaitLog(t, 2*time.Second, func(m map[string]any) bool { return m["code"] == "StreamCut" && m["deadline"] == "idle" })
+	gw.WaitLog(t, loadMargin, func(m map[string]any) bool { return m["code"] == "StreamCut" && m["deadline"] == "idle" })
 }
 
 // TestStatusTable walks CONTRACT §5's table on the real binary.

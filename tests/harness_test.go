@@ -23,6 +23,13 @@ import (
 // binary is the gateway built once for the whole package.
 var binary string
 
+// loadMargin is the slack an end-to-end wait adds to what its settings
+// imply (lease, visibility, backend delay, Retry-After): room for a loaded
+// 2-core machine, with -race, to start a gateway process, schedule its
+// goroutines and answer the polls. A wait that overruns it is a failure;
+// it is never a delay a test waits out.
+const loadMargin = 20 * time.Second
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "gateway-e2e-")
 	if err != nil {

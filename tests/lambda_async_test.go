@@ -138,7 +138,7 @@ func TestLambdaAsyncS3SQS(t *testing.T) {
 		t.Errorf("202 headers %v do not match its body %s", a.Headers, body)
 	}
 	// Frozen now: what the backend sees was sent before the answer.
-	for i := 0; i < 200 && be.cancelled.Load() == 0; i++ {
+	for deadline := time.Now().Add(loadMargin); be.cancelled.Load() == 0 && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond) // polling a counter with a deadline
 	}
 	if be.calls.Load() != 1 || be.cancelled.Load() != 1 {
@@ -401,10 +401,11 @@ func sqsClient(f *emulators.Fauxqs) *sqs.Client {
 }
 
 // receiveContinuation reads the next continuation message as the SQS event
-// source mapping would (it stays in flight for a minute), within 15 s.
+// source mapping would (it stays in flight for a minute), within
+// loadMargin: it is queued at once.
 func receiveContinuation(tb testing.TB, sq *sqs.Client, queueURL string) (id, body, receipt string) {
 	tb.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(loadMargin)
 	for time.Now().Before(deadline) {
 		out, err := sq.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: &queueURL, MaxNumberOfMessages: 1, WaitTimeSeconds: 1, VisibilityTimeout: 60})
 		if err != nil {
@@ -414,6 +415,6 @@ func receiveContinuation(tb testing.TB, sq *sqs.Client, queueURL string) (id, bo
 			return sdkaws.ToString(m.MessageId), sdkaws.ToString(m.Body), sdkaws.ToString(m.ReceiptHandle)
 		}
 	}
-	tb.Fatalf("no continuation message on %s within 15 s", queueURL)
+	tb.Fatalf("no continuation message on %s within %v", queueURL, loadMargin)
 	return "", "", ""
 }

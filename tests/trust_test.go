@@ -162,7 +162,7 @@ func TestEdgeLocal(t *testing.T) {
 				t.Errorf("%q: %d %s (closed %v); want 400 InvalidBody, connection closed", chunks, resp.StatusCode, body, closed)
 			}
 		}
-		gw.WaitLog(t, 5*time.Second, func(m map[string]any) bool {
+		gw.WaitLog(t, loadMargin, func(m map[string]any) bool {
 			return m["msg"] == "request" && m["path"] == "/c" && m["code"] == "InvalidBody" && m["status"] == float64(400)
 		})
 	})
@@ -200,7 +200,7 @@ func TestEdgeTrustedProxy(t *testing.T) {
 	if !within(took, 300*time.Millisecond, 50*time.Millisecond, time.Second) {
 		t.Errorf("answered after %v; want about 300 ms", took)
 	}
-	line := gw.WaitLog(t, 5*time.Second, func(m map[string]any) bool { return m["msg"] == "request" && m["path"] == "/slow" })
+	line := gw.WaitLog(t, loadMargin, func(m map[string]any) bool { return m["msg"] == "request" && m["path"] == "/slow" })
 	if q, _ := line["queueMs"].(float64); q < 650 || line["acceptedAt"] == nil || line["arrivedAt"] == nil {
 		t.Errorf("log line %v; want acceptedAt, arrivedAt and queueMs about 700", line)
 	}

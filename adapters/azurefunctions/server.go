@@ -34,11 +34,13 @@ import (
 	"fngateway/core"
 )
 
-// Caps are what this host can do: the process runs on after answering,
-// but the Functions host neither knows of nor waits for that work, so the
-// queued continuation stays the guarantee; responses are buffered whole by
-// the host, and connections cannot be upgraded.
-var Caps = core.HostCaps{Name: "azurefunctions", WorkAfterAnswer: true, Upgrade: false, Stream: false}
+// Caps returns what this host can do: the process runs on after
+// answering, but the Functions host neither knows of nor waits for that
+// work, so the queued continuation stays the guarantee; connections cannot
+// be upgraded.
+func Caps() core.HostCaps {
+	return core.HostCaps{Name: "azurefunctions", WorkAfterAnswer: true, Upgrade: false}
+}
 
 // ContinuationPath is where the host invokes the continuation function: a
 // custom handler's non-HTTP function is called as POST /<function name>.
@@ -108,7 +110,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.Ready != nil {
 		s.Ready(ln.Addr())
 	}
-	log.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("host", Caps.Name))
+	log.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("host", Caps().Name))
 	return httpapi.Serve(ctx, srv, ln)
 }
 

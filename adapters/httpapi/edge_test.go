@@ -60,7 +60,7 @@ func startGW(t *testing.T, hosts string, edit func(*Handler)) *gw {
 	lb := &lockedBuffer{}
 	stats := &core.Stats{}
 	h := &Handler{Settings: s, Forwarder: &core.Forwarder{Transport: core.NewTransport(), Stats: stats}, Stats: stats,
-		Logger: slog.New(slog.NewJSONHandler(lb, nil)), Host: core.HostCaps{Name: "test", Upgrade: true, Stream: true}}
+		Logger: slog.New(slog.NewJSONHandler(lb, nil)), Host: core.HostCaps{Name: "test", Upgrade: true}}
 	if edit != nil {
 		edit(h)
 	}

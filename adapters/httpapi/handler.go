@@ -96,13 +96,10 @@ type requestLog struct {
 	attempts int
 	fired    string
 	async    string
-	err      string          // why a stream was cut, for the log
-	ctx      context.Context // the request's, to tell a gone client
-	accepted time.Time       // when the platform or a trusted proxy accepted it; zero if unsaid
-	timeline []core.Attempt  // the attempts, for EMF metrics
+	err      string         // why a stream was cut, for the log
+	accepted time.Time      // when the platform or a trusted proxy accepted it; zero if unsaid
+	timeline []core.Attempt // the attempts, for EMF metrics
 }
-
-func (lg *requestLog) clientGone() bool { return lg.ctx != nil && lg.ctx.Err() != nil }
 
 func (h *Handler) proxy(w http.ResponseWriter, r *http.Request) {
 	arrival := time.Now()
@@ -112,7 +109,7 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request) {
 	r.Header = hdr
 	closeIfBothFramings(w, r)
 	route := h.router.Match(r.URL.Path)
-	lg := requestLog{route: route.Prefix, fired: "none", ctx: ctx, accepted: acceptedAt(r, trusted)}
+	lg := requestLog{route: route.Prefix, fired: "none", accepted: acceptedAt(r, trusted)}
 	defer func() { h.log(ctx, r, arrival, &lg) }()
 
 	req, body, gerr := h.prepare(w, r, route, core.ClockStart(lg.accepted, arrival))
@@ -321,7 +318,7 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, res *core.Result
 				lg.fired = "function-limit"
 			}
 			lg.code = "StreamCut"
-		case lg.clientGone():
+		case r.Context().Err() != nil:
 			return // the client left; its side is closed anyway
 		default:
 			// The backend broke off mid-body (a cut chunked answer, a short

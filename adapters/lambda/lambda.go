@@ -36,10 +36,9 @@ import (
 const APIGatewayLimit = 30 * time.Second
 
 // Caps returns what the Lambda host can do: nothing after the answer, no
-// connection upgrades, and streamed responses only when the Function URL's
-// invoke mode is RESPONSE_STREAM.
-func Caps(mode core.InvokeMode) core.HostCaps {
-	return core.HostCaps{Name: "lambda", WorkAfterAnswer: false, Upgrade: false, Stream: mode == core.InvokeResponseStream}
+// connection upgrades.
+func Caps() core.HostCaps {
+	return core.HostCaps{Name: "lambda", WorkAfterAnswer: false, Upgrade: false}
 }
 
 // Continuer runs one continuation message. *core.Async is one: Process
@@ -49,6 +48,8 @@ func Caps(mode core.InvokeMode) core.HostCaps {
 type Continuer interface {
 	Process(ctx context.Context, msg []byte) error
 }
+
+var _ Continuer = (*core.Async)(nil)
 
 // Handler answers Lambda invocations. Set its fields before the first
 // invocation; it is safe for concurrent use afterwards.

@@ -15,9 +15,9 @@ import (
 )
 
 // Caps returns what the local host can do: work after answering (the
-// process runs on), connection upgrades and streamed responses.
+// process runs on) and connection upgrades.
 func Caps() core.HostCaps {
-	return core.HostCaps{Name: "local", WorkAfterAnswer: true, Upgrade: true, Stream: true}
+	return core.HostCaps{Name: "local", WorkAfterAnswer: true, Upgrade: true}
 }
 
 // Server serves a gateway handler on a TCP address. Its zero value is not

@@ -128,7 +128,7 @@ func (w *Worker) Run(ctx context.Context) {
 				defer running.Done()
 				defer taken[i]()
 				defer release()
-				w.process(ctx, work, log, m)
+				w.process(work, log, m)
 			}()
 		}
 		for _, d := range taken[len(msgs):] {
@@ -192,8 +192,9 @@ type quarantiner interface {
 }
 
 // process runs one message under work, which ends only when a shutdown
-// stops the continuations in progress.
-func (w *Worker) process(ctx, work context.Context, log *slog.Logger, m core.Message) {
+// stops the continuations in progress; its cleanup (settling the message)
+// runs after that too, with a timeout of its own.
+func (w *Worker) process(work context.Context, log *slog.Logger, m core.Message) {
 	pctx := work
 	if w.Limit > 0 {
 		var cancel context.CancelFunc
@@ -204,12 +205,12 @@ func (w *Worker) process(ctx, work context.Context, log *slog.Logger, m core.Mes
 	beat := w.heartbeat(ext, m)
 	err := w.Async.Process(pctx, m.Body)
 	m = beat()
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(work), 10*time.Second)
 	defer cancel()
 	switch {
 	case err == nil:
 		if cerr := w.Queue.Complete(cctx, m); cerr != nil && !errors.Is(cerr, core.ErrNotFound) {
-			log.WarnContext(ctx, "completing a continuation", slog.String("messageId", m.ID), slog.String("err", cerr.Error()))
+			log.WarnContext(work, "completing a continuation", slog.String("messageId", m.ID), slog.String("err", cerr.Error()))
 		}
 	case errors.Is(err, core.ErrBadMessage):
 		max := w.MaxDequeue
@@ -224,10 +225,10 @@ func (w *Worker) process(ctx, work context.Context, log *slog.Logger, m core.Mes
 			if qerr != nil {
 				attrs = append(attrs, slog.String("quarantineErr", qerr.Error()))
 			}
-			log.LogAttrs(ctx, slog.LevelError, "undecodable continuation message set aside", attrs...)
+			log.LogAttrs(work, slog.LevelError, "undecodable continuation message set aside", attrs...)
 			return
 		}
-		log.LogAttrs(ctx, slog.LevelError, "undecodable continuation message", attrs...)
+		log.LogAttrs(work, slog.LevelError, "undecodable continuation message", attrs...)
 		if m.DequeueCount >= max {
 			w.Queue.Complete(cctx, m)
 		}
@@ -236,13 +237,13 @@ func (w *Worker) process(ctx, work context.Context, log *slog.Logger, m core.Mes
 		// at once, so the next instance resumes without waiting.
 		if ext != nil {
 			if _, xerr := ext.Extend(cctx, m, 0); xerr != nil {
-				log.WarnContext(ctx, "releasing a continuation's message", slog.String("messageId", m.ID), slog.String("err", xerr.Error()))
+				log.WarnContext(work, "releasing a continuation's message", slog.String("messageId", m.ID), slog.String("err", xerr.Error()))
 			}
 		}
-		log.InfoContext(ctx, "continuation stopped at shutdown; its claim is released",
+		log.InfoContext(work, "continuation stopped at shutdown; its claim is released",
 			slog.String("messageId", m.ID), slog.String("err", err.Error()))
 	default:
-		log.WarnContext(ctx, "continuation failed; the queue will deliver it again",
+		log.WarnContext(work, "continuation failed; the queue will deliver it again",
 			slog.String("messageId", m.ID), slog.String("err", err.Error()))
 	}
 }
@@ -255,31 +256,19 @@ func (w *Worker) heartbeat(ext core.VisibilityExtender, m core.Message) (stop fu
 		return func() core.Message { return m }
 	}
 	vis := w.visibility()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
 	cur := m
-	go func() {
-		defer close(done)
-		t := time.NewTicker(max(vis/3, time.Millisecond))
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			next, err := ext.Extend(ctx, cur, vis)
-			switch {
-			case err == nil:
-				cur = next
-			case errors.Is(err, core.ErrNotFound), errors.Is(err, core.ErrConflict):
-				return // no longer ours: the claim's lease guards the work
-			}
+	end := core.Beat(context.Background(), vis/3, func(ctx context.Context) bool {
+		next, err := ext.Extend(ctx, cur, vis)
+		switch {
+		case err == nil:
+			cur = next
+		case errors.Is(err, core.ErrNotFound), errors.Is(err, core.ErrConflict):
+			return false // no longer ours: the claim's lease guards the work
 		}
-	}()
+		return true
+	})
 	return func() core.Message {
-		cancel()
-		<-done
+		end()
 		return cur
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -15,11 +16,15 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"fngateway/core"
 	"fngateway/infra/filestore"
 )
+
+// The embedded store sets undecodable messages aside.
+var _ quarantiner = (*filestore.Store)(nil)
 
 // syncBuffer is a log sink safe for the worker's goroutines.
 type syncBuffer struct {
@@ -174,53 +179,118 @@ func waitUntil(tb testing.TB, what string, cond func() bool) {
 	}
 }
 
-// TestWorkerHeartbeat: a message whose continuation outlasts its
-// visibility many times over stays hidden while the work runs, and is
-// delivered once.
-func TestWorkerHeartbeat(t *testing.T) {
-	e := newWorkerEnv(t, time.Second, 4)
-	id := e.submit(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { e.w.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
-	waitUntil(t, "the backend is called", func() bool { return e.calls.Load() == 1 })
-	hiddenUntil := time.Now().Add(800 * time.Millisecond)
-	for time.Now().Before(hiddenUntil) {
-		if _, done := e.state(t, id); done {
-			break
-		}
-		if next, ok := e.fs.NextVisible(); ok && !next.After(time.Now()) {
-			t.Fatalf("the message became visible while its continuation ran")
-		}
-		time.Sleep(20 * time.Millisecond) // sampling
-	}
-	waitUntil(t, "the request is done", func() bool { _, done := e.state(t, id); return done })
-	waitUntil(t, "the message is completed", func() bool { _, pending := e.fs.NextVisible(); return !pending })
-	if e.calls.Load() != 1 {
-		t.Errorf("backend calls = %d; want 1", e.calls.Load())
+// stubBackend is a RoundTripper that holds each request for hold (or until
+// it is cancelled) without a socket, so that a worker can run inside a
+// synctest bubble, where the clock is exact whatever the machine's load.
+type stubBackend struct {
+	hold     time.Duration
+	calls    *atomic.Int64
+	canceled *atomic.Int64
+}
+
+func (b stubBackend) RoundTrip(r *http.Request) (*http.Response, error) {
+	b.calls.Add(1)
+	select {
+	case <-time.After(b.hold):
+		return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("done")),
+			ContentLength: 4, Request: r}, nil
+	case <-r.Context().Done():
+		b.canceled.Add(1)
+		return nil, r.Context().Err()
 	}
 }
 
+// newBubbleWorkerEnv is newWorkerEnv with a stubBackend in place of the
+// HTTP server, for tests inside synctest.Test.
+func newBubbleWorkerEnv(tb testing.TB, hold time.Duration, slots int) *workerEnv {
+	tb.Helper()
+	fs, err := filestore.Open(tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e := &workerEnv{fs: fs}
+	hosts := core.HostList{}
+	if err := hosts.Decode("http://backend.invalid"); err != nil {
+		tb.Fatal(err)
+	}
+	e.a = &core.Async{Store: fs, Queue: fs, Router: core.NewRouter(&core.Settings{Hosts: hosts}),
+		Forwarder: &core.Forwarder{Transport: stubBackend{hold: hold, calls: &e.calls, canceled: &e.canceled}},
+		Timeout:   time.Minute, Continuations: core.NewContinuations(slots)}
+	e.w = &Worker{Queue: fs, Async: e.a, Visibility: 150 * time.Millisecond, Poll: 5 * time.Millisecond}
+	return e
+}
+
+// TestWorkerHeartbeat: a message whose continuation outlasts its
+// visibility many times over stays hidden while the work runs, and is
+// delivered once. In a synctest bubble: every instant of the work is
+// sampled against the message's visibility, on a clock no load can skew.
+func TestWorkerHeartbeat(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const hold = 20 * time.Second // 133 visibilities of 150 ms
+		e := newBubbleWorkerEnv(t, hold, 4)
+		id := e.submit(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { e.w.Run(ctx); close(done) }()
+		defer func() { cancel(); <-done }()
+		synctest.Wait()
+		if got := e.calls.Load(); got != 1 {
+			t.Fatalf("backend calls once the worker waits = %d; want 1", got)
+		}
+		start := time.Now()
+		for {
+			if _, fin := e.state(t, id); fin {
+				break
+			}
+			if next, ok := e.fs.NextVisible(); ok && !next.After(time.Now()) {
+				t.Fatalf("the message became visible %v into its continuation", time.Since(start))
+			}
+			if time.Since(start) > hold+e.w.Visibility {
+				t.Fatalf("not done %v after the backend was called (it answers after %v)", time.Since(start), hold)
+			}
+			time.Sleep(10 * time.Millisecond) // sampling, on the bubble's clock
+		}
+		synctest.Wait()
+		if next, pending := e.fs.NextVisible(); pending {
+			t.Errorf("message still queued (visible at %v) once the request is done; want it completed", next)
+		}
+		if e.calls.Load() != 1 {
+			t.Errorf("backend calls = %d; want 1", e.calls.Load())
+		}
+	})
+}
+
 // TestWorkerSharesSlots: while every Continuations slot is taken (by
-// in-process finishes), the worker receives nothing.
+// in-process finishes), the worker receives nothing, however long it
+// polls (a minute on the bubble's clock: 12,000 polls); once a slot is
+// free it does.
 func TestWorkerSharesSlots(t *testing.T) {
-	e := newWorkerEnv(t, 0, 1)
-	_, release, ok := e.a.Continuations.TryStart()
-	if !ok {
-		t.Fatal("no free slot")
-	}
-	id := e.submit(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { e.w.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
-	time.Sleep(200 * time.Millisecond) // long enough for many polls
-	if e.calls.Load() != 0 {
-		t.Fatalf("backend calls with every slot taken = %d; want 0", e.calls.Load())
-	}
-	release()
-	waitUntil(t, "the request is done once a slot is free", func() bool { _, done := e.state(t, id); return done })
+	synctest.Test(t, func(t *testing.T) {
+		e := newBubbleWorkerEnv(t, 0, 1)
+		_, release, ok := e.a.Continuations.TryStart()
+		if !ok {
+			t.Fatal("no free slot")
+		}
+		id := e.submit(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { e.w.Run(ctx); close(done) }()
+		defer func() { cancel(); <-done }()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if e.calls.Load() != 0 {
+			t.Fatalf("backend calls with every slot taken = %d; want 0", e.calls.Load())
+		}
+		if next, ok := e.fs.NextVisible(); !ok || next.After(time.Now()) {
+			t.Errorf("message visible at %v (queued %v); want it left visible on the queue", next, ok)
+		}
+		release()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if _, fin := e.state(t, id); !fin {
+			t.Errorf("request not done a second after a slot was freed")
+		}
+	})
 }
 
 // TestWorkerDrain: at shutdown a continuation that outlasts the grace is

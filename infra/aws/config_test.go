@@ -76,12 +76,12 @@ func TestSeconds(t *testing.T) {
 		d, least, most time.Duration
 		want           int32
 	}{
-		{0, 0, MaxDelay, 0},
-		{-time.Second, 0, MaxDelay, 0},
-		{time.Millisecond, 0, MaxDelay, 1},
-		{1500 * time.Millisecond, 0, MaxDelay, 2},
-		{MaxDelay, 0, MaxDelay, 900},
-		{20 * time.Minute, 0, MaxDelay, 900}, // clamped: core re-enqueues
+		{0, 0, maxDelay, 0},
+		{-time.Second, 0, maxDelay, 0},
+		{time.Millisecond, 0, maxDelay, 1},
+		{1500 * time.Millisecond, 0, maxDelay, 2},
+		{maxDelay, 0, maxDelay, 900},
+		{20 * time.Minute, 0, maxDelay, 900}, // clamped: core re-enqueues
 		{0, time.Second, maxVisibility, 1},
 		{13 * time.Hour, 0, maxVisibility, 43200},
 	} {

@@ -24,13 +24,13 @@ var (
 
 // Limits of SQS standard queues.
 const (
-	// MaxMessageSize is the largest body Enqueue and Notify accept, the
+	// maxMessageSize is the largest body Enqueue and Notify accept, the
 	// size every SQS-compatible server takes (AWS itself now takes up to
 	// 1 MiB; a continuation is a few dozen bytes).
-	MaxMessageSize = 256 << 10
-	// MaxDelay is the longest delay SQS gives a message. Enqueue clamps
+	maxMessageSize = 256 << 10
+	// maxDelay is the longest delay SQS gives a message. Enqueue clamps
 	// longer ones: core re-enqueues a continuation that is not due yet.
-	MaxDelay = 15 * time.Minute
+	maxDelay = 15 * time.Minute
 	// maxReceive is the most messages one ReceiveMessage returns.
 	maxReceive = 10
 	// maxVisibility is the longest visibility timeout SQS accepts.
@@ -67,8 +67,8 @@ func NewQueue(cfg Config, queueURL string) (*Queue, error) {
 }
 
 // Enqueue sends body as a message that becomes visible after delay,
-// rounded up to whole seconds and clamped to MaxDelay (15 minutes, SQS's
-// limit). Bodies longer than MaxMessageSize, or that are not text SQS
+// rounded up to whole seconds and clamped to maxDelay (15 minutes, SQS's
+// limit). Bodies longer than maxMessageSize, or that are not text SQS
 // accepts (UTF-8 without most control characters), are refused. A missing
 // queue is created and the send tried once more.
 func (q *Queue) Enqueue(ctx context.Context, body []byte, delay time.Duration) error {
@@ -78,7 +78,7 @@ func (q *Queue) Enqueue(ctx context.Context, body []byte, delay time.Duration) e
 	in := &sqs.SendMessageInput{
 		QueueUrl:     &q.url,
 		MessageBody:  sdkaws.String(string(body)),
-		DelaySeconds: seconds(delay, 0, MaxDelay),
+		DelaySeconds: seconds(delay, 0, maxDelay),
 	}
 	_, err := q.client.SendMessage(ctx, in)
 	if isMissingQueue(err) {
@@ -216,8 +216,8 @@ func isMissingQueue(err error) bool {
 
 // checkBody refuses a message body SQS would not take.
 func checkBody(body []byte) error {
-	if len(body) > MaxMessageSize {
-		return fmt.Errorf("message of %d bytes: longer than %d bytes", len(body), MaxMessageSize)
+	if len(body) > maxMessageSize {
+		return fmt.Errorf("message of %d bytes: longer than %d bytes", len(body), maxMessageSize)
 	}
 	if len(body) == 0 {
 		return errors.New("empty message")

@@ -8,13 +8,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
-// MaxURLLifetime is the longest a presigned URL lasts: Signature Version 4
+// maxURLLifetime is the longest a presigned URL lasts: Signature Version 4
 // allows 7 days.
-const MaxURLLifetime = 7 * 24 * time.Hour
+const maxURLLifetime = 7 * 24 * time.Hour
 
 // SignURL returns an absolute, read-only URL for the one object at key: a
 // presigned GET, valid until expiry (rounded down to whole seconds) or for
-// MaxURLLifetime, whichever comes first. A URL signed with temporary
+// maxURLLifetime, whichever comes first. A URL signed with temporary
 // credentials (a Lambda function's role) dies with them, usually within
 // hours, whatever its expiry says: the status URI signs afresh on every
 // poll, so a client holding an expired URL asks it again. SignURL does no
@@ -24,7 +24,7 @@ func (s *Store) SignURL(ctx context.Context, key string, expiry time.Time) (stri
 	if err != nil {
 		return "", fmt.Errorf("sign url: %w", err)
 	}
-	lifetime := min(time.Until(expiry), MaxURLLifetime).Truncate(time.Second)
+	lifetime := min(time.Until(expiry), maxURLLifetime).Truncate(time.Second)
 	if lifetime < time.Second {
 		return "", fmt.Errorf("sign url %s: expiry %s is not in the future", key, expiry.UTC().Format(time.RFC3339))
 	}

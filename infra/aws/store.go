@@ -23,9 +23,9 @@ import (
 var _ core.Store = (*Store)(nil)
 
 // WriteBlob streams a blob longer than one part as a multipart upload of
-// parts of DefaultPartSize (S3 takes parts of 5 MiB to 5 GiB, at most
+// parts of defaultPartSize (S3 takes parts of 5 MiB to 5 GiB, at most
 // 10,000 of them, so blobs of up to 80 GB), one part in memory at a time.
-const DefaultPartSize = 8 << 20
+const defaultPartSize = 8 << 20
 
 // minPartSize is S3's smallest part but the last.
 const minPartSize = 5 << 20
@@ -51,7 +51,7 @@ type Store struct {
 	bucketSeen atomic.Bool
 
 	// PartSize is the part size of WriteBlob's multipart uploads. If 0,
-	// DefaultPartSize; at least 5 MiB (S3's smallest part). Set it before
+	// defaultPartSize; at least 5 MiB (S3's smallest part). Set it before
 	// the Store is used.
 	PartSize int
 }
@@ -285,7 +285,7 @@ func (s *Store) multipart(ctx context.Context, k string, r io.Reader, first []by
 
 func (s *Store) partSize() int {
 	if s.PartSize <= 0 {
-		return DefaultPartSize
+		return defaultPartSize
 	}
 	return max(s.PartSize, minPartSize)
 }

@@ -12,9 +12,9 @@ import (
 	"fngateway/core"
 )
 
-// ErrInvalidTopic is wrapped by Notify's error for a topic name that is
+// errInvalidTopic is wrapped by Notify's error for a topic name that is
 // not 1 to 63 letters, digits, '-', '_' or '.'.
-var ErrInvalidTopic = errors.New("invalid topic")
+var errInvalidTopic = errors.New("invalid topic")
 
 func validTopic(t string) bool {
 	if len(t) < 1 || len(t) > 63 {
@@ -31,10 +31,10 @@ func validTopic(t string) bool {
 var _ core.TopicChecker = (*Store)(nil)
 
 // CheckTopic reports whether Notify accepts topic: an error wrapping
-// ErrInvalidTopic says what a valid name is when it does not.
+// errInvalidTopic says what a valid name is when it does not.
 func (s *Store) CheckTopic(topic string) error {
 	if !validTopic(topic) {
-		return fmt.Errorf("topic %q: want 1-63 letters, digits, '-', '_' or '.': %w", topic, ErrInvalidTopic)
+		return fmt.Errorf("topic %q: want 1-63 letters, digits, '-', '_' or '.': %w", topic, errInvalidTopic)
 	}
 	return nil
 }

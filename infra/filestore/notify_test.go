@@ -35,11 +35,11 @@ func TestNotifyTopics(t *testing.T) {
 			if tt.ok && err != nil {
 				t.Errorf("Notify(%q) = %v, want nil", tt.topic, err)
 			}
-			if !tt.ok && (!errors.Is(err, ErrInvalidTopic) || !strings.Contains(err.Error(), fmt.Sprintf("%q", tt.topic))) {
-				t.Errorf("Notify(%q) = %v, want ErrInvalidTopic naming it", tt.topic, err)
+			if !tt.ok && (!errors.Is(err, errInvalidTopic) || !strings.Contains(err.Error(), fmt.Sprintf("%q", tt.topic))) {
+				t.Errorf("Notify(%q) = %v, want errInvalidTopic naming it", tt.topic, err)
 			}
 			// CheckTopic, asked at start-up, agrees with Notify.
-			if cerr := s.CheckTopic(tt.topic); (cerr == nil) != tt.ok || !tt.ok && !errors.Is(cerr, ErrInvalidTopic) {
+			if cerr := s.CheckTopic(tt.topic); (cerr == nil) != tt.ok || !tt.ok && !errors.Is(cerr, errInvalidTopic) {
 				t.Errorf("CheckTopic(%q) = %v, want ok %v", tt.topic, cerr, tt.ok)
 			}
 		})

@@ -36,13 +36,13 @@ func validID(id string) bool {
 
 func (s *Store) msgPath(id string) string { return filepath.Join(s.queueDir, id+msgSuffix) }
 
-// ErrQuarantined is wrapped by the error Receive returns for a queue
+// errQuarantined is wrapped by the error Receive returns for a queue
 // message file it set aside, whole, in quarantine/: a file the store cannot
 // read as a message it wrote (random bytes, emptied, truncated), or a
 // symlink or other file that is not a regular one. Such a file is moved
 // aside the first time it is met, so it is reported once and never blocks
 // the messages behind it.
-var ErrQuarantined = errors.New("queue message file quarantined")
+var errQuarantined = errors.New("queue message file quarantined")
 
 // loadQueue builds the queue's index from queue/: leftover temporary files
 // are removed, and message files that cannot be decoded or are not regular
@@ -69,7 +69,7 @@ func (s *Store) loadQueue() error {
 		}
 		if errors.Is(err, core.ErrCorruptRecord) {
 			qerr := s.quarantineFile(name, err)
-			if !errors.Is(qerr, ErrQuarantined) {
+			if !errors.Is(qerr, errQuarantined) {
 				return fmt.Errorf("load queue: %w", qerr)
 			}
 			s.quarantined = append(s.quarantined, qerr)
@@ -86,7 +86,7 @@ func (s *Store) loadQueue() error {
 
 // quarantineFile moves the queue file name, found unreadable for cause, to
 // quarantine/ (replacing an earlier file of that name there) and returns
-// the error that reports it, wrapping ErrQuarantined, or the error of a
+// the error that reports it, wrapping errQuarantined, or the error of a
 // move that failed.
 func (s *Store) quarantineFile(name string, cause error) error {
 	dst := filepath.Join(s.quarantine, name)
@@ -96,7 +96,7 @@ func (s *Store) quarantineFile(name string, cause error) error {
 	if err := syncDir(s.queueDir); err != nil {
 		return fmt.Errorf("quarantine queue file %s: %w", name, err)
 	}
-	return fmt.Errorf("%w: queue/%s moved to quarantine/%s: %w", ErrQuarantined, name, name, cause)
+	return fmt.Errorf("%w: queue/%s moved to quarantine/%s: %w", errQuarantined, name, name, cause)
 }
 
 func readMessageHeader(path string) (messageHeader, error) {
@@ -156,9 +156,9 @@ func (s *Store) Enqueue(ctx context.Context, body []byte, delay time.Duration) e
 // Receive returns. It returns an empty slice when none wait. The index is
 // in memory, so polling an idle queue costs no disk access.
 //
-// A message file that cannot be read as a message (see ErrQuarantined) is
+// A message file that cannot be read as a message (see errQuarantined) is
 // moved to quarantine/ at once and left out: Receive then returns the
-// messages it could read together with an error wrapping ErrQuarantined
+// messages it could read together with an error wrapping errQuarantined
 // that names each file set aside, once (those found by Open included).
 //
 // The deliveries are taken in memory under the queue's lock and written to

@@ -289,8 +289,8 @@ func TestQueueQuarantine(t *testing.T) {
 	if len(msgs) != 1 || string(msgs[0].Body) != "good" {
 		t.Fatalf("Receive = %v, want the good message", bodies(msgs))
 	}
-	if !errors.Is(err, ErrQuarantined) || !strings.Contains(err.Error(), filepath.Base(bad)) {
-		t.Errorf("Receive err = %v; want ErrQuarantined naming %s, reported once", err, filepath.Base(bad))
+	if !errors.Is(err, errQuarantined) || !strings.Contains(err.Error(), filepath.Base(bad)) {
+		t.Errorf("Receive err = %v; want errQuarantined naming %s, reported once", err, filepath.Base(bad))
 	}
 	receiveNone(t, s) // reported once only
 	if _, err := os.Stat(filepath.Join(s.quarantine, filepath.Base(bad))); err != nil {
@@ -304,7 +304,7 @@ func TestQueueQuarantine(t *testing.T) {
 // TestQueueQuarantinesWhileRunning: a message file damaged while the store
 // runs (random bytes, emptied, truncated, replaced by a symlink or a
 // directory) is set aside on the first Receive that meets it, reported once
-// with ErrQuarantined, and the messages behind it are delivered by that
+// with errQuarantined, and the messages behind it are delivered by that
 // same Receive. Before, it was put back first with its old visibility and
 // retried on every Receive, and the messages behind it never ran.
 func TestQueueQuarantinesWhileRunning(t *testing.T) {
@@ -359,8 +359,8 @@ func TestQueueQuarantinesWhileRunning(t *testing.T) {
 			tt.damage(t, s.msgPath(first))
 
 			msgs, err := s.Receive(ctx, 1, time.Hour)
-			if !errors.Is(err, ErrQuarantined) || !strings.Contains(err.Error(), first) {
-				t.Fatalf("Receive err = %v; want ErrQuarantined naming %s", err, first)
+			if !errors.Is(err, errQuarantined) || !strings.Contains(err.Error(), first) {
+				t.Fatalf("Receive err = %v; want errQuarantined naming %s", err, first)
 			}
 			if len(msgs) != 0 {
 				t.Fatalf("Receive = %v; want nothing more than the one it asked for", bodies(msgs))

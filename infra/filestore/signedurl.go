@@ -16,9 +16,9 @@ import (
 	"fngateway/core"
 )
 
-// BlobPathPrefix is the path under which ServeHTTP serves blobs; SignURL's
+// blobPathPrefix is the path under which ServeHTTP serves blobs; SignURL's
 // URLs start with it.
-const BlobPathPrefix = "/_gateway/blobs/"
+const blobPathPrefix = "/_gateway/blobs/"
 
 // Codes of the errors ServeHTTP answers with, in the body's error.code and
 // the x-Gateway-Error header.
@@ -52,7 +52,7 @@ func (s *Store) SignURL(ctx context.Context, key string, expiry time.Time) (stri
 	for i, seg := range segs {
 		segs[i] = url.PathEscape(seg)
 	}
-	return BlobPathPrefix + strings.Join(segs, "/") + "?se=" + strconv.FormatInt(se, 10) + "&sig=" + s.sign(key, se), nil
+	return blobPathPrefix + strings.Join(segs, "/") + "?se=" + strconv.FormatInt(se, 10) + "&sig=" + s.sign(key, se), nil
 }
 
 // sign returns the signature of a read of key until se (Unix seconds).
@@ -77,7 +77,7 @@ type denial struct {
 // are compared in their raw, encoded form, so any change to them, even one
 // that decodes to the same bytes, invalidates them.
 func (s *Store) verify(path, rawQuery string, now time.Time) (string, *denial) {
-	key, ok := strings.CutPrefix(path, BlobPathPrefix)
+	key, ok := strings.CutPrefix(path, blobPathPrefix)
 	if !ok {
 		return "", &denial{http.StatusNotFound, codeNotFound, "not a blob path: " + path}
 	}

@@ -27,10 +27,10 @@ var (
 	_ core.Notifier = (*Store)(nil)
 )
 
-// ErrInvalidKey is wrapped by every error about a key that cannot name an
+// errInvalidKey is wrapped by every error about a key that cannot name an
 // object: not "<container>/<name>", or a path that could leave the store's
 // directory.
-var ErrInvalidKey = errors.New("invalid key")
+var errInvalidKey = errors.New("invalid key")
 
 const (
 	keyFile       = "signing.key"
@@ -134,7 +134,7 @@ func loadKey(dir string) ([]byte, error) {
 
 // checkKey reports why key cannot name an object, or nil.
 func checkKey(key string) error {
-	bad := func(why string) error { return fmt.Errorf("key %q: %s: %w", key, why, ErrInvalidKey) }
+	bad := func(why string) error { return fmt.Errorf("key %q: %s: %w", key, why, errInvalidKey) }
 	switch {
 	case key == "":
 		return bad("empty")

@@ -97,7 +97,7 @@ func TestKeyValidation(t *testing.T) {
 			_, errs["OpenBlob"] = s.OpenBlob(ctx, tt.key)
 			_, errs["SignURL"] = s.SignURL(ctx, tt.key, timeFar)
 			for op, err := range errs {
-				if got := errors.Is(err, ErrInvalidKey); got == tt.ok {
+				if got := errors.Is(err, errInvalidKey); got == tt.ok {
 					t.Errorf("%s: err = %v, want invalid key: %v", op, err, !tt.ok)
 				}
 			}

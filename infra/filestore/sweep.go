@@ -14,11 +14,11 @@ import (
 	"fngateway/core"
 )
 
-// DefaultSweepEvery and DefaultSweepBatch are RunSweeper's defaults: a
+// defaultSweepEvery and defaultSweepBatch are RunSweeper's defaults: a
 // pass every minute, examining at most 256 records and index entries.
 const (
-	DefaultSweepEvery = time.Minute
-	DefaultSweepBatch = 256
+	defaultSweepEvery = time.Minute
+	defaultSweepBatch = 256
 )
 
 // Sweep deletes what expired async requests left in the store: once a
@@ -129,26 +129,22 @@ func (s *Store) remove(key string) (bool, error) {
 	return true, nil
 }
 
-// RunSweeper calls Sweep every interval (zero: DefaultSweepEvery) with
-// batch (zero: DefaultSweepBatch) until ctx ends. A failed pass goes to
+// RunSweeper calls Sweep every interval (zero: defaultSweepEvery) with
+// batch (zero: defaultSweepBatch) until ctx ends. A failed pass goes to
 // report, if set, and the next pass tries again.
 func (s *Store) RunSweeper(ctx context.Context, every time.Duration, batch int, report func(error)) {
 	if every <= 0 {
-		every = DefaultSweepEvery
+		every = defaultSweepEvery
 	}
 	if batch <= 0 {
-		batch = DefaultSweepBatch
+		batch = defaultSweepBatch
 	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	stop := core.Beat(ctx, every, func(ctx context.Context) bool {
 		if _, err := s.Sweep(ctx, time.Now(), batch); err != nil && ctx.Err() == nil && report != nil {
 			report(err)
 		}
-	}
+		return true
+	})
+	<-ctx.Done()
+	stop()
 }

@@ -34,7 +34,7 @@ const (
 const azuriteMinNode = 22
 
 // azuriteReadyTimeout bounds the wait for Azurite to listen.
-const azuriteReadyTimeout = 30 * time.Second
+const azuriteReadyTimeout = 60 * time.Second // room for a loaded 2-core machine
 
 // azuriteStopGrace is how long Stop waits after SIGTERM before SIGKILL.
 const azuriteStopGrace = 5 * time.Second

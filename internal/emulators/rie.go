@@ -19,7 +19,7 @@ import (
 )
 
 // rieReadyTimeout bounds the wait for the emulator to listen.
-const rieReadyTimeout = 30 * time.Second
+const rieReadyTimeout = 60 * time.Second // room for a loaded 2-core machine
 
 // rieLogLimit bounds the output an RIE keeps (all of it, for assertions
 // such as "never reported a timeout").
