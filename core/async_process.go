@@ -133,10 +133,7 @@ func (a *Async) continueRequest(ctx context.Context, id string) error {
 		}
 		return a.commitError(ctx, s, e)
 	}
-	var limit time.Time
-	if !deadline.IsZero() {
-		limit = deadline.Add(-max(a.Margin, 0))
-	}
+	limit := Budget{}.WithLimit(deadline, a.Margin).Limit
 	req, body, err := a.rebuild(ctx, rec, limit)
 	switch {
 	case errors.Is(err, ErrNotFound), errors.Is(err, errBodyLost):

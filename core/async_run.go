@@ -137,7 +137,7 @@ func (a *Async) Run(ctx context.Context, req *Request, profile *Profile) (*Resul
 	// than an invocation the platform kills.
 	handoff := time.Now().Add(handoffTimeout)
 	if dl, ok := ctx.Deadline(); ok {
-		if d := dl.Add(-a.Margin / 2); d.Before(handoff) {
+		if d := (Budget{}).WithLimit(dl, a.Margin/2).Limit; d.Before(handoff) {
 			handoff = d
 		}
 	}

@@ -61,6 +61,17 @@ func (b Budget) Attempt(now time.Time) (time.Time, Cause) {
 	return d, c
 }
 
+// WithLimit returns b with its execution limit margin before deadline, the
+// host's limit for the invocation: the zero deadline means the host sets
+// none, and a negative margin counts as zero.
+func (b Budget) WithLimit(deadline time.Time, margin time.Duration) Budget {
+	b.Limit = time.Time{}
+	if !deadline.IsZero() {
+		b.Limit = deadline.Add(-max(margin, 0))
+	}
+	return b
+}
+
 // End returns the earliest of the TTL and the execution limit: the instant
 // the whole request must have its answer.
 func (b Budget) End() (time.Time, Cause) {

@@ -298,3 +298,30 @@ func itoa(n int64) string {
 	}
 	return string(b[i:])
 }
+
+func TestBudgetWithLimit(t *testing.T) {
+	dl := time.Unix(1000, 0)
+	b := Budget{Timeout: time.Second}
+	tests := []struct {
+		name     string
+		deadline time.Time
+		margin   time.Duration
+		want     time.Time
+	}{
+		{"margin before the deadline", dl, time.Second, dl.Add(-time.Second)},
+		{"no margin", dl, 0, dl},
+		{"a negative margin counts as zero", dl, -time.Second, dl},
+		{"no deadline, no limit", time.Time{}, time.Second, time.Time{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := b.WithLimit(tt.deadline, tt.margin)
+			if !got.Limit.Equal(tt.want) || got.Timeout != b.Timeout {
+				t.Errorf("WithLimit = %+v, want Limit %v and the rest kept", got, tt.want)
+			}
+		})
+	}
+	if got := (Budget{Limit: dl}).WithLimit(time.Time{}, 0); !got.Limit.IsZero() {
+		t.Errorf("WithLimit(no deadline) kept the old limit %v", got.Limit)
+	}
+}

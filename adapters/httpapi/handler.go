@@ -190,7 +190,7 @@ func (h *Handler) prepare(w http.ResponseWriter, r *http.Request, route *core.Ro
 	}
 	b := core.Budget{Arrival: arrival, TTL: ttl, Timeout: timeout}
 	if dl, ok := r.Context().Deadline(); ok {
-		b.Limit = dl.Add(-s.FunctionLimitMarginMs.D())
+		b = b.WithLimit(dl, s.FunctionLimitMarginMs.D())
 	}
 	if !arrival.Before(ttl) {
 		return nil, nil, &core.Error{Reason: core.ReasonTTLExpired, Message: "the request's TTL was over on arrival"}
