@@ -8,8 +8,8 @@ import (
 // This file explains a request's budget on paper: Explain replays the
 // attempt loop of Forwarder.Forward with arithmetic instead of a network, so
 // a user can see which deadline bounded each attempt and why the request
-// ended as it did. It uses Budget.Attempt, Budget.End and Backoff, the
-// functions the engine itself uses, so the two cannot drift apart. The
+// ended as it did. It uses Budget.Attempt, Budget.End and the RetryPolicy,
+// what the engine itself uses, so the two cannot drift apart. The
 // result is data (Stop, Hint); its wording and the reply syntax belong to
 // the command that presents it (functions/ explain).
 
@@ -53,7 +53,8 @@ type ExplainParams struct {
 	// clock and the execution limit already ran.
 	QueueWait time.Duration
 	// FunctionTimeout is the host's execution limit, counted from arrival.
-	// Zero means none; Margin is kept free before it.
+	// Zero means none; Margin is kept free before it (Budget.WithLimit: a
+	// negative Margin counts as zero).
 	FunctionTimeout time.Duration
 	Margin          time.Duration
 	// BackoffBase is RetryBackoffMs. Explain waits the worst case before
@@ -199,42 +200,37 @@ func Explain(p ExplainParams) Timeline {
 	t := Timeline{Params: p}
 	b := Budget{Arrival: explainEpoch, TTL: explainEpoch.Add(p.TTL), Timeout: p.Timeout}
 	if p.FunctionTimeout > 0 {
-		t.HasLimit = true
-		t.Limit = p.FunctionTimeout - p.Margin
-		b.Limit = explainEpoch.Add(t.Limit)
+		b = b.WithLimit(explainEpoch.Add(p.FunctionTimeout), p.Margin)
+		t.HasLimit, t.Limit = true, b.Limit.Sub(explainEpoch)
 	}
 	t.Hints = explainHints(p, t)
+	pol := p.policy()
 	if p.hedges() {
-		return explainHedged(p, t, b)
+		return explainHedged(p, pol, t, b)
 	}
 	end, endCause := b.End()
 	endAt := end.Sub(explainEpoch)
 	now, wait := p.QueueWait, time.Duration(0)
 	for n := 1; ; n++ {
 		if now >= endAt {
-			t.expired(endCause, now, n)
+			t.expired(pol, endCause, now, n)
 			return t
 		}
 		deadline, bound := b.Attempt(explainEpoch.Add(now))
 		a := ExplainedAttempt{N: n, Wait: wait, Start: now, Window: deadline.Sub(explainEpoch) - now, Bound: bound, Reply: p.reply(n)}
 		a.run()
 		t.Attempts = append(t.Attempts, a)
-		rec := a.Record
-		if rec.Outcome == OutcomeStatus && !retryableStatus(rec.Status) {
-			t.Status, t.At, t.Stop = rec.Status, a.End, StopAnswered
-			return t
-		}
-		stop := p.stopAfter(a)
+		stop := pol.Next(n, p.Method, p.ClientKey, a.ending())
 		if stop == 0 {
-			wait = Backoff(p.BackoffBase, n, 1)
-			if wait >= endAt-a.End {
+			wait = pol.Wait(n, 0)
+			if !pol.Fits(wait, endAt-a.End) {
 				stop = StopBackoff
 				t.NextWait, t.EndCause, t.Left = wait, endCause, endAt-a.End
 			}
 		}
 		if stop != 0 {
 			t.Stop = stop
-			t.finish(a)
+			t.finish(pol, a)
 			return t
 		}
 		now = a.End + wait
@@ -268,53 +264,35 @@ func (a *ExplainedAttempt) run() {
 	a.Record.DurationMs = durationMs(a.End - a.Start)
 }
 
-// stopAfter returns why no attempt follows a, or 0 when the retry rules of
-// Forwarder.nextWait allow one (the backoff wait still has to fit).
-func (p *ExplainParams) stopAfter(a ExplainedAttempt) Stop {
-	rec := a.Record
-	switch {
-	case rec.Outcome == OutcomeFunctionLimit || rec.Cause == CauseTTL:
-		return StopDeadline
-	case a.N >= p.MaxAttempts:
-		return StopMaxAttempts
-	}
-	safe := a.Reply.Kind == ReplyRefused || idempotent(p.Method) || p.ClientKey
-	if rec.Outcome == OutcomeStatus && (rec.Status == http.StatusTooManyRequests || rec.Status == http.StatusServiceUnavailable) {
-		safe = true
-	}
-	if safe {
-		return 0
-	}
-	return StopNotSafe
+// policy returns the engine's retry rules for p, with the worst-case
+// backoff: the top of the jittered range.
+func (p *ExplainParams) policy() RetryPolicy {
+	return RetryPolicy{MaxAttempts: p.MaxAttempts, BackoffBase: p.BackoffBase, Jitter: worstJitter}
+}
+
+func worstJitter() float64 { return 1 }
+
+// ending is how the attempt ended, for the retry rules: a refused
+// connection never left.
+func (a *ExplainedAttempt) ending() AttemptEnding {
+	return AttemptEnding{Record: a.Record, Refused: a.Reply.Kind == ReplyRefused}
 }
 
 // finish ends t after its last attempt a, which no attempt follows.
-func (t *Timeline) finish(a ExplainedAttempt) {
-	rec := a.Record
+func (t *Timeline) finish(pol RetryPolicy, a ExplainedAttempt) {
 	t.At = a.End
-	switch {
-	case rec.Outcome == OutcomeStatus:
-		t.Status = rec.Status
+	if a.Record.Outcome == OutcomeStatus {
+		t.Status = a.Record.Status
 		return
-	case rec.Outcome == OutcomeFunctionLimit:
-		t.Reason = ReasonFunctionLimit
-	case rec.Outcome == OutcomeTimeout && rec.Cause == CauseTTL:
-		t.Reason = ReasonTTLExpired
-	case rec.Outcome == OutcomeTimeout:
-		t.Reason = ReasonAttemptTimeout
-	default:
-		t.Reason = ReasonBackendUnavailable
 	}
+	t.Reason = pol.Ending(a.Record).Reason
 	t.Status = t.Reason.Status(true)
 }
 
 // expired ends t because its time was over before attempt n could start.
-func (t *Timeline) expired(c Cause, now time.Duration, n int) {
+func (t *Timeline) expired(pol RetryPolicy, c Cause, now time.Duration, n int) {
 	t.At, t.Stop, t.EndCause = now, StopExpired, c
-	t.Reason = ReasonTTLExpired
-	if c == CauseFunctionLimit {
-		t.Reason = ReasonFunctionLimit
-	}
+	t.Reason = pol.Expired(c, n).Reason
 	t.Status = t.Reason.Status(n > 1)
 }
 

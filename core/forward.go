@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -96,6 +95,14 @@ type Forwarder struct {
 	Authorizers map[BackendAuth]Authorizer
 	// Observer, if set, records attempts and backoff waits (telemetry).
 	Observer Observer
+	// Jitter, if set, is the random source of the backoff waits
+	// (RetryPolicy.Jitter); nil means math/rand/v2.
+	Jitter func() float64
+}
+
+// policy returns the retry rules of a request allowed maxAttempts.
+func (f *Forwarder) policy(maxAttempts int) RetryPolicy {
+	return RetryPolicy{MaxAttempts: maxAttempts, BackoffBase: f.BackoffBase, Jitter: f.Jitter}
 }
 
 // deadlineError is the cancellation cause of an attempt or stream that a
@@ -141,8 +148,9 @@ func (f *Forwarder) Forward(ctx context.Context, req *Request) (*Result, error) 
 	f.RetryBudget.begin()
 	defer f.RetryBudget.end()
 	hosts := f.Ejector.order(route, time.Now())
+	pol := f.policy(maxAttempts)
 	if maxAttempts > 1 && hedgeable(req) {
-		return f.forwardHedged(ctx, streamCtx, streamCancel, rt, req, path, hosts, maxAttempts)
+		return f.forwardHedged(ctx, streamCtx, streamCancel, rt, req, path, hosts, pol)
 	}
 	var attempts []Attempt
 	retrying := false // holds a RetryBudget slot
@@ -156,7 +164,7 @@ func (f *Forwarder) Forward(ctx context.Context, req *Request) (*Result, error) 
 		end, endCause := b.End()
 		if !now.Before(end) {
 			streamCancel()
-			return nil, f.expired(endCause, attempts)
+			return nil, f.expired(pol, endCause, attempts, n)
 		}
 		host := hosts[(n-1)%len(hosts)]
 		ar := f.attempt(streamCtx, rt, req, path, host, now, n, false)
@@ -182,19 +190,24 @@ func (f *Forwarder) Forward(ctx context.Context, req *Request) (*Result, error) 
 			f.Stats.countEnd(ReasonClientGone)
 			return nil, &Error{Reason: ReasonClientGone, Attempts: attempts, Err: context.Cause(ctx)}
 		}
-		if ar.resp != nil && !retryableStatus(ar.resp.StatusCode) {
+		stop := pol.Next(n, req.Method, req.ClientKey, ar.ending())
+		if stop == StopAnswered {
 			return f.deliver(ar, attempts, route, streamCancel), nil
 		}
 		// The attempt failed: try again if the rules and the budget allow.
-		wait, ok := f.nextWait(req, ar, n, maxAttempts)
-		ok = ok && wait < time.Until(end) && f.retrySlot() // no wait that outlasts the budget
+		var wait time.Duration
+		ok := stop == 0
+		if ok {
+			wait = pol.Wait(n, ar.retryAfter)
+			ok = pol.Fits(wait, time.Until(end)) && f.retrySlot()
+		}
 		retrying = ok
 		if !ok {
 			if ar.resp != nil {
 				return f.deliver(ar, attempts, route, streamCancel), nil
 			}
 			streamCancel()
-			return nil, f.failure(ar, attempts)
+			return nil, f.failure(pol, ar.record, attempts)
 		}
 		ar.close()
 		if f.Stats != nil {
@@ -323,109 +336,27 @@ func (f *Forwarder) attempt(parent context.Context, rt http.RoundTripper, req *R
 	return ar
 }
 
-// nextWait decides whether another attempt may follow ar (the n-th) and how
-// long to wait before it.
-func (f *Forwarder) nextWait(req *Request, ar *attemptResult, n, maxAttempts int) (time.Duration, bool) {
-	if n >= maxAttempts {
-		return 0, false
-	}
-	if ar.record.Outcome == OutcomeFunctionLimit || ar.record.Cause == CauseTTL {
-		return 0, false
-	}
-	safe := ar.dial || idempotent(req.Method) || req.ClientKey
-	if ar.resp != nil {
-		switch ar.resp.StatusCode {
-		case http.StatusTooManyRequests, http.StatusServiceUnavailable:
-			safe = true
-		}
-	}
-	if !safe {
-		return 0, false
-	}
-	wait := Backoff(f.BackoffBase, n, rand.Float64())
-	if ar.retryAfter > wait {
-		wait = ar.retryAfter
-	}
-	return wait, true
+// ending is how the attempt ended, for the retry rules.
+func (a *attemptResult) ending() AttemptEnding {
+	return AttemptEnding{Record: a.record, Refused: a.dial}
 }
 
-// Backoff returns the wait before retry n (n ≥ 1) for a uniform random
-// r in [0,1): r × min(10 × base, base × 2ⁿ⁻¹), as Envoy does.
-func Backoff(base time.Duration, n int, r float64) time.Duration {
-	if base <= 0 || n < 1 {
-		return 0
-	}
-	ceil := 10 * base
-	if n < 5 {
-		if c := base << (n - 1); c < ceil {
-			ceil = c
-		}
-	}
-	return time.Duration(r * float64(ceil))
-}
-
-func retryableStatus(code int) bool {
-	switch code {
-	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return true
-	}
-	return false
-}
-
-func idempotent(method string) bool {
-	switch method {
-	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
-		return true
-	}
-	return false
-}
-
-// parseRetryAfter reads Retry-After as seconds or an HTTP date; zero if
-// absent, unreadable or past.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n <= 0 || n > maxSeconds {
-			return 0
-		}
-		return time.Duration(n) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
-}
-
-func (f *Forwarder) expired(c Cause, attempts []Attempt) *Error {
-	if c == CauseFunctionLimit {
-		f.Stats.countEnd(ReasonFunctionLimit)
-		return &Error{Reason: ReasonFunctionLimit, Message: "the execution limit leaves no time for another attempt", Attempts: attempts}
-	}
-	f.Stats.countEnd(ReasonTTLExpired)
-	if len(attempts) == 0 {
-		return &Error{Reason: ReasonTTLExpired, Message: "the request's TTL was over before any attempt started", Attempts: attempts}
-	}
-	return &Error{Reason: ReasonTTLExpired, Message: "the request's TTL ran out", Attempts: attempts}
-}
-
-func (f *Forwarder) failure(ar *attemptResult, attempts []Attempt) *Error {
-	var e *Error
-	switch ar.record.Outcome {
-	case OutcomeFunctionLimit:
-		e = &Error{Reason: ReasonFunctionLimit, Message: "the execution limit cut the attempt", Attempts: attempts}
-	case OutcomeTimeout:
-		if ar.record.Cause == CauseTTL {
-			e = &Error{Reason: ReasonTTLExpired, Message: "the request's TTL ran out during an attempt", Attempts: attempts}
-		} else {
-			e = &Error{Reason: ReasonAttemptTimeout, Message: "the last attempt ran out of its Timeout", Attempts: attempts}
-		}
-	default:
-		e = &Error{Reason: ReasonBackendUnavailable, Message: "no backend could be reached", Attempts: attempts}
-	}
+// expired ends a request whose time, the deadline c, was over before
+// attempt n could start.
+func (f *Forwarder) expired(pol RetryPolicy, c Cause, attempts []Attempt, n int) *Error {
+	e := pol.Expired(c, n)
+	e.Attempts = attempts
 	f.Stats.countEnd(e.Reason)
-	return e
+	return &e
+}
+
+// failure ends a request whose last attempt, ending as last, brought no
+// answer.
+func (f *Forwarder) failure(pol RetryPolicy, last Attempt, attempts []Attempt) *Error {
+	e := pol.Ending(last)
+	e.Attempts = attempts
+	f.Stats.countEnd(e.Reason)
+	return &e
 }
 
 // deliver hands a backend response to the caller with its body under the

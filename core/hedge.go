@@ -72,23 +72,23 @@ type hedgeRun struct {
 	hosts        HostList
 	streamCtx    context.Context
 	streamCancel context.CancelFunc
-	max          int
+	pol          RetryPolicy
 	slots        []*hedgeSlot
 	running      int
 	results      chan hedgeDone
 }
 
 // forwardHedged is Forward for a hedgeable request.
-func (f *Forwarder) forwardHedged(ctx, streamCtx context.Context, streamCancel context.CancelFunc, rt http.RoundTripper, req *Request, path string, hosts HostList, maxAttempts int) (*Result, error) {
+func (f *Forwarder) forwardHedged(ctx, streamCtx context.Context, streamCancel context.CancelFunc, rt http.RoundTripper, req *Request, path string, hosts HostList, pol RetryPolicy) (*Result, error) {
 	hreq := *req
 	hreq.Informational = nil // 1xx answers cannot be relayed from attempts side by side
 	h := &hedgeRun{f: f, rt: rt, req: &hreq, path: path, hosts: hosts, streamCtx: streamCtx, streamCancel: streamCancel,
-		max: maxAttempts, results: make(chan hedgeDone, maxAttempts)}
+		pol: pol, results: make(chan hedgeDone, pol.MaxAttempts)}
 	defer h.release()
 	end, endCause := req.Budget.End()
 	if !time.Now().Before(end) {
 		streamCancel()
-		return nil, f.expired(endCause, nil)
+		return nil, f.expired(pol, endCause, nil, 1)
 	}
 	perTry := time.NewTimer(req.Budget.Timeout)
 	defer perTry.Stop()
@@ -118,7 +118,9 @@ func (f *Forwarder) forwardHedged(ctx, streamCtx context.Context, streamCancel c
 			if ar.clientGone {
 				return nil, h.clientGone(ctx, ar)
 			}
-			if ar.resp != nil && !retryableStatus(ar.resp.StatusCode) {
+			n := len(h.slots)
+			stop := pol.Next(n, req.Method, req.ClientKey, ar.ending())
+			if stop == StopAnswered {
 				h.cancelAll()
 				return f.deliver(ar, h.records(-1), req.Route, streamCancel), nil
 			}
@@ -131,8 +133,11 @@ func (f *Forwarder) forwardHedged(ctx, streamCtx context.Context, streamCancel c
 				continue
 			}
 			latestDone = true
-			w, ok := f.nextWait(req, ar, len(h.slots), h.max)
-			if ok = ok && w < time.Until(end) && f.retrySlot(); ok {
+			var w time.Duration
+			if stop == 0 {
+				w = pol.Wait(n, ar.retryAfter)
+			}
+			if stop == 0 && pol.Fits(w, time.Until(end)) && f.retrySlot() {
 				if f.Stats != nil {
 					f.Stats.Retries.Add(1)
 				}
@@ -160,7 +165,7 @@ func (f *Forwarder) forwardHedged(ctx, streamCtx context.Context, streamCancel c
 				continue // the TTL or the execution limit cuts them all now
 			}
 			f.Stats.countTimeout(CauseTimeout)
-			if len(h.slots) < h.max && f.retrySlot() {
+			if len(h.slots) < pol.MaxAttempts && f.retrySlot() {
 				if f.Stats != nil {
 					f.Stats.Retries.Add(1)
 					f.Stats.Hedges.Add(1)
@@ -172,8 +177,7 @@ func (f *Forwarder) forwardHedged(ctx, streamCtx context.Context, streamCancel c
 			// No attempt may follow: the request ends with its Timeout.
 			h.cancelAll()
 			streamCancel()
-			f.Stats.countEnd(ReasonAttemptTimeout)
-			return nil, &Error{Reason: ReasonAttemptTimeout, Message: "the last attempt ran out of its Timeout", Attempts: h.records(-1)}
+			return nil, f.failure(pol, Attempt{Outcome: OutcomeTimeout, Cause: CauseTimeout}, h.records(-1))
 		case <-ctx.Done():
 			return nil, h.clientGone(ctx, nil)
 		}
@@ -261,7 +265,7 @@ func (h *hedgeRun) finish(ar *attemptResult) (*Result, error) {
 		return h.f.deliver(ar, attempts, h.req.Route, h.streamCancel), nil
 	}
 	h.streamCancel()
-	return nil, h.f.failure(ar, attempts)
+	return nil, h.f.failure(h.pol, ar.record, attempts)
 }
 
 func (h *hedgeRun) clientGone(ctx context.Context, ar *attemptResult) error {

@@ -16,12 +16,12 @@ func (p *ExplainParams) hedges() bool {
 }
 
 // explainHedged is Explain for a hedged request.
-func explainHedged(p ExplainParams, t Timeline, b Budget) Timeline {
+func explainHedged(p ExplainParams, pol RetryPolicy, t Timeline, b Budget) Timeline {
 	t.Hedged = true
 	end, endCause := b.End()
 	endAt := end.Sub(explainEpoch)
 	if p.QueueWait >= endAt {
-		t.expired(endCause, p.QueueWait, 1)
+		t.expired(pol, endCause, p.QueueWait, 1)
 		return t
 	}
 	type run struct {
@@ -82,7 +82,7 @@ func explainHedged(p ExplainParams, t Timeline, b Budget) Timeline {
 			if latestDone {
 				t.Decider = latest - 1
 				cancelRest(perTry)
-				t.finish(t.Attempts[latest-1])
+				t.finish(pol, t.Attempts[latest-1])
 				t.At = perTry
 				return t
 			}
@@ -94,7 +94,8 @@ func explainHedged(p ExplainParams, t Timeline, b Budget) Timeline {
 			// No attempt may follow: the request ends with its Timeout.
 			t.Decider = latest - 1
 			cancelRest(perTry)
-			t.Stop, t.Reason, t.At = StopMaxAttempts, ReasonAttemptTimeout, perTry
+			t.Stop, t.At = StopMaxAttempts, perTry
+			t.Reason = pol.Ending(Attempt{Outcome: OutcomeTimeout, Cause: CauseTimeout}).Reason
 			t.Status = t.Reason.Status(true)
 			return t
 		}
@@ -114,7 +115,8 @@ func explainHedged(p ExplainParams, t Timeline, b Budget) Timeline {
 			}
 		}
 		a.Record.DurationMs = durationMs(a.End - a.Start)
-		if a.Record.Outcome == OutcomeStatus && !retryableStatus(a.Record.Status) {
+		stop := pol.Next(a.N, p.Method, p.ClientKey, a.ending())
+		if stop == StopAnswered {
 			t.Decider = first
 			cancelRest(at)
 			t.Status, t.At, t.Stop = a.Record.Status, at, StopAnswered
@@ -127,9 +129,9 @@ func explainHedged(p ExplainParams, t Timeline, b Budget) Timeline {
 		}
 		if latest {
 			latestDone = true
-			if stop := p.stopAfter(*a); stop == 0 {
-				w := Backoff(p.BackoffBase, a.N, 1)
-				if w < endAt-at {
+			if stop == 0 {
+				w := pol.Wait(a.N, 0)
+				if pol.Fits(w, endAt-at) {
 					next, nextWait = at+w, w
 					continue
 				}
@@ -140,7 +142,7 @@ func explainHedged(p ExplainParams, t Timeline, b Budget) Timeline {
 		}
 		if !running && latestDone && next < 0 {
 			t.Decider = len(t.Attempts) - 1
-			t.finish(t.Attempts[t.Decider])
+			t.finish(pol, t.Attempts[t.Decider])
 			t.At = at
 			return t
 		}
