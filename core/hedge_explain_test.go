@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -125,4 +126,75 @@ func summary(code string, status int, at time.Duration, recs []string) string {
 		head = strconv.Itoa(status)
 	}
 	return head + " at " + at.String() + ": " + strings.Join(recs, "; ")
+}
+
+// TestExplainHedgedBackoffMatchesForward is TestExplainHedgedMatchesForward
+// for hedged requests whose retries wait a backoff, with the engine's
+// jitter fixed at Explain's worst case.
+func TestExplainHedgedBackoffMatchesForward(t *testing.T) {
+	const ms = time.Millisecond
+	tests := []struct {
+		name    string
+		replies []Reply
+		want    string
+	}{
+		{"a fast failure is retried after its wait",
+			[]Reply{{Kind: ReplyStatus, Status: 503, After: 200 * ms}, {Kind: ReplyStatus, Status: 200, After: 300 * ms}},
+			"200 at 800ms: 1 0s-200ms status; 2 500ms-800ms status"},
+		{"an older attempt answers during the wait",
+			[]Reply{{Kind: ReplyStatus, Status: 200, After: 1500 * ms}, {Kind: ReplyStatus, Status: 503, After: 100 * ms}, {}},
+			"200 at 1.5s: 1 0s-1.5s status; 2 1s-1.1s status"},
+		{"every attempt fails fast",
+			[]Reply{{Kind: ReplyStatus, Status: 502, After: 100 * ms}},
+			"502 at 1.2s: 1 0s-100ms status; 2 400ms-500ms status; 3 1.1s-1.2s status"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := ExplainParams{TTL: 10 * time.Second, Timeout: time.Second, MaxAttempts: 3, BackoffBase: 300 * ms, Replies: tt.replies, Hedge: true}
+			tl := Explain(p)
+			if !tl.Hedged {
+				t.Fatal("the timeline is not hedged")
+			}
+			if got := summary(tl.Code(), tl.Status, tl.At, explainedRecords(tl)); got != tt.want {
+				t.Errorf("Explain: %s\n want %s", got, tt.want)
+			}
+			synctest.Test(t, func(t *testing.T) {
+				start := time.Now()
+				var mu sync.Mutex
+				starts := map[string]time.Duration{}
+				stub := &stubRT{fn: func(h string, r *http.Request) (*http.Response, error) {
+					mu.Lock()
+					starts[h] = time.Since(start)
+					mu.Unlock()
+					rep := tt.replies[min(int(h[1]-'0'), len(tt.replies))-1]
+					if rep.Kind == ReplySilent {
+						return hang(h, r)
+					}
+					select {
+					case <-time.After(rep.After):
+						return answer(rep.Status, h), nil
+					case <-r.Context().Done():
+						return nil, r.Context().Err()
+					}
+				}}
+				f := &Forwarder{Transport: stub, BackoffBase: p.BackoffBase, Jitter: func() float64 { return 1 }}
+				req := &Request{Method: http.MethodGet, Path: "/", Header: http.Header{}, Body: []byte("b"),
+					Route:  &Route{Hosts: mustHosts(t, "h1", "h2", "h3"), MaxAttempts: p.MaxAttempts, HedgeOnPerTryTimeout: true},
+					Budget: Budget{Arrival: start, TTL: start.Add(p.TTL), Timeout: p.Timeout}}
+				res, err := f.Forward(context.Background(), req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				res.Response.Body.Close()
+				var recs []string
+				for i, a := range res.Attempts {
+					s := starts["h"+strconv.Itoa(i+1)]
+					recs = append(recs, recText(i+1, s, s+time.Duration(a.DurationMs)*ms, a.Outcome))
+				}
+				if got := summary("", res.Response.StatusCode, time.Since(start), recs); got != tt.want {
+					t.Errorf("Forward: %s\n want %s", got, tt.want)
+				}
+			})
+		})
+	}
 }
