@@ -53,11 +53,11 @@ func TestOpenAWSSettingErrors(t *testing.T) {
 			t.Fatalf("openAWS error = %v, want a SettingError naming AWS_REGION", err)
 		}
 	})
-	t.Run("wireAsync", func(t *testing.T) {
-		err := wireAsync(t.Context(), &core.Settings{AsyncModeEnabled: true, AsyncStore: "s3:bucket"}, nil, nil, 0, nil)
+	t.Run("openAsync", func(t *testing.T) {
+		_, err := openAsync(t.Context(), &core.Settings{AsyncModeEnabled: true, AsyncStore: "s3:bucket"})
 		var se *core.SettingError
 		if !errors.As(err, &se) || se.Name != "AsyncStore" || !strings.Contains(se.Want, "s3://<bucket>") {
-			t.Fatalf("wireAsync(AsyncStore=s3:bucket) error = %v, want a SettingError on AsyncStore", err)
+			t.Fatalf("openAsync(AsyncStore=s3:bucket) error = %v, want a SettingError on AsyncStore", err)
 		}
 	})
 }

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -12,80 +10,54 @@ import (
 	"strings"
 
 	"fngateway/adapters/azurefunctions"
-	"fngateway/adapters/httpapi"
 	"fngateway/core"
 )
 
 // runAzureFunctions runs the gateway as an Azure Functions custom handler
-// (FUNCTIONS_CUSTOMHANDLER_PORT is set) and returns the exit code: 2 for a
-// bad setting, 1 for any other failure.
-func runAzureFunctions(ctx context.Context, logger *slog.Logger, stderr io.Writer) int {
-	srv, gw, err := newAzureFunctions(ctx, logger)
-	if err != nil {
-		fmt.Fprintf(stderr, "functions: %v\n", err)
-		if se := (*core.SettingError)(nil); errors.As(err, &se) {
-			return 2
-		}
-		return 1
-	}
-	return serveAndDrain(ctx, srv.Run, gw, logger, stderr)
-}
-
-// newAzureFunctions reads the host's settings and limits and assembles the
-// custom handler. Only the queue trigger delivers continuations on this
-// host: no queue worker runs in-process.
-func newAzureFunctions(ctx context.Context, logger *slog.Logger) (*azurefunctions.Server, *gateway, error) {
+// (FUNCTIONS_CUSTOMHANDLER_PORT is set) until ctx ends (SIGTERM). Only the
+// queue trigger delivers continuations on this host: no queue worker runs
+// in-process.
+func runAzureFunctions(ctx context.Context, logger *slog.Logger) error {
 	logger = slog.New(azurefunctions.LogHandler(logger.Handler()))
 	port := os.Getenv("FUNCTIONS_CUSTOMHANDLER_PORT")
 	if n, err := strconv.Atoi(strings.TrimSpace(port)); err != nil || n < 1 || n > 65535 {
-		return nil, nil, &core.SettingError{Name: "FUNCTIONS_CUSTOMHANDLER_PORT", Value: port, Want: "want a TCP port number (1-65535), as the Functions host sets it"}
+		return &core.SettingError{Name: "FUNCTIONS_CUSTOMHANDLER_PORT", Value: port, Want: "want a TCP port number (1-65535), as the Functions host sets it"}
 	}
 	lim, err := azurefunctions.LoadLimits(azurefunctions.LookupEnv)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	s, limit, err := loadSettings(lim.Invocation)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	// FunctionTimeoutSecs, when set, may only shorten the host's limits.
 	lim.Invocation = limit
 	if limit > 0 {
 		lim.HTTP = min(limit, azurefunctions.HTTPLimit)
 	}
-	stats := &core.Stats{}
-	fwd := &core.Forwarder{Transport: core.NewTransport(), BackoffBase: s.RetryBackoffMs.D(), Stats: stats}
-	if err := upstreamPolicy(ctx, s, fwd); err != nil {
-		return nil, nil, err
-	}
-	h := &httpapi.Handler{Settings: s, Forwarder: fwd, Stats: stats, Logger: logger, Host: azurefunctions.Caps()}
-	srv := &azurefunctions.Server{
-		Addr:    net.JoinHostPort("127.0.0.1", strings.TrimSpace(port)),
-		Gateway: h,
-		Limits:  lim,
-		Logger:  logger,
-	}
-	gw := &gateway{handler: h, runWorkers: func(context.Context) {}, drain: func(context.Context) error { return nil }}
 	if s.AsyncModeEnabled {
 		if s.AsyncStore != "azure" {
-			return nil, nil, &core.SettingError{Name: "AsyncStore", Value: s.AsyncStore,
+			return &core.SettingError{Name: "AsyncStore", Value: s.AsyncStore,
 				Want: "want azure on the Azure Functions host when AsyncModeEnabled=true: only the queue trigger delivers continuations there"}
 		}
 		if err := checkContinuationQueue(s); err != nil {
-			return nil, nil, err
+			return err
 		}
-		// wireAsync also prepares the local host's worker; it is not run.
-		if err := wireAsync(ctx, s, h, gw, limit, logger); err != nil {
-			return nil, nil, err
-		}
-		srv.Continuations = h.Async
 	}
-	h.Init()
-	tel, err := wireTelemetry(ctx, h, gw, "azure", false)
+	gw, err := assemble(ctx, s, azurefunctions.Caps(), logger)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	srv.Gateway, gw.telemetry = gw.handler, tel
+	srv := &azurefunctions.Server{
+		Addr:    net.JoinHostPort("127.0.0.1", strings.TrimSpace(port)),
+		Gateway: gw.handler,
+		Limits:  lim,
+		Logger:  logger,
+	}
+	if gw.async != nil {
+		srv.Continuations = gw.async
+	}
 	// Logged only once start-up can no longer fail: a bad setting is
 	// the process's one line of output.
 	if lim.Warning != "" {
@@ -101,7 +73,9 @@ func newAzureFunctions(ctx context.Context, logger *slog.Logger) (*azurefunction
 		slog.Int64("httpLimitMs", lim.HTTP.Milliseconds()),
 		slog.Int64("invocationLimitMs", lim.Invocation.Milliseconds()),
 		slog.Bool("async", bool(s.AsyncModeEnabled)))
-	return srv, gw, nil
+	var g group
+	addServer(&g, ctx, srv.Run, gw, logger)
+	return g.Run()
 }
 
 // checkContinuationQueue makes sure continuations are enqueued where the

@@ -2,16 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
-	"fngateway/adapters/httpapi"
 	"fngateway/adapters/lambda"
 	"fngateway/core"
 )
@@ -26,29 +22,22 @@ import (
 // against it at start-up; otherwise against the timeout the first
 // invocation's deadline tells, and a setting that does not fit fails every
 // invocation with the one-line setting error.
-func runLambda(ctx context.Context, stdout, stderr io.Writer) int {
-	logger := slog.New(httpapi.NewJSONLogHandler(stdout))
+func runLambda(ctx context.Context, logger *slog.Logger) error {
 	var hostLimit time.Duration
 	if v, ok := os.LookupEnv("AWS_LAMBDA_FUNCTION_TIMEOUT"); ok {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || n <= 0 {
-			fmt.Fprintf(stderr, "functions: %v\n", &core.SettingError{Name: "AWS_LAMBDA_FUNCTION_TIMEOUT", Value: v, Want: "want a positive whole number of seconds"})
-			return 2
+			return &core.SettingError{Name: "AWS_LAMBDA_FUNCTION_TIMEOUT", Value: v, Want: "want a positive whole number of seconds"}
 		}
 		hostLimit = time.Duration(n) * time.Second
 	}
 	s, limit, err := loadSettings(hostLimit)
 	if err != nil {
-		fmt.Fprintf(stderr, "functions: %v\n", err)
-		return 2
+		return err
 	}
-	gw, err := newGateway(ctx, s, limit, lambda.Caps(), logger)
+	gw, err := assemble(ctx, s, lambda.Caps(), logger)
 	if err != nil {
-		fmt.Fprintf(stderr, "functions: %v\n", err)
-		if se := (*core.SettingError)(nil); errors.As(err, &se) {
-			return 2
-		}
-		return 1
+		return err
 	}
 	h := &lambda.Handler{HTTP: gw.handler, InvokeMode: s.InvokeMode, Limit: s.FunctionTimeoutSecs.D(), Logger: logger}
 	if limit == 0 {
@@ -57,14 +46,16 @@ func runLambda(ctx context.Context, stdout, stderr io.Writer) int {
 		explicit := func(name string) bool { _, ok := lookup(name); return ok }
 		h.Check = func(timeout time.Duration) error { return s.Validate(timeout, explicit) }
 	}
-	if gw.api.Async != nil {
-		h.Continuations = gw.api.Async
+	if gw.async != nil {
+		h.Continuations = gw.async
 	}
 	if tel := gw.telemetry; tel != nil {
 		// Before each invocation returns: the process may be frozen next.
 		margin := s.FunctionLimitMarginMs.D()
 		h.Flush = func(ctx context.Context) { tel.Flush(ctx, margin/2) }
 	}
-	lambda.Start(h)
-	return 0
+	var g group
+	// The runtime loop has no stop: the Lambda service ends the process.
+	g.Add(func() error { lambda.Start(h); return nil }, func(error) {})
+	return g.Run()
 }

@@ -22,9 +22,12 @@ import (
 	"syscall"
 	"time"
 
+	"fngateway/adapters/azurefunctions"
 	"fngateway/adapters/httpapi"
+	"fngateway/adapters/lambda"
 	"fngateway/adapters/local"
 	"fngateway/core"
+	"fngateway/infra/filestore"
 	"fngateway/infra/otel"
 )
 
@@ -56,18 +59,41 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
+	var err error
 	switch {
 	case os.Getenv("AWS_LAMBDA_RUNTIME_API") != "":
-		return runLambda(ctx, stdout, stderr)
+		err = runLambda(ctx, logger)
 	case os.Getenv("FUNCTIONS_CUSTOMHANDLER_PORT") != "":
-		return runAzureFunctions(ctx, logger, stderr)
+		err = runAzureFunctions(ctx, logger)
+	default:
+		err = runLocal(ctx, demo, logger, stderr)
 	}
+	return exitCode(stderr, err)
+}
+
+// exitCode is the process exit code for the error a host's run returned,
+// which it prints as the process's one line on stderr: 2 for a bad
+// setting, 1 for any other failure, 0 for none.
+func exitCode(stderr io.Writer, err error) int {
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintf(stderr, "functions: %v\n", err)
+	if se := (*core.SettingError)(nil); errors.As(err, &se) {
+		return 2
+	}
+	return 1
+}
+
+// runLocal runs the gateway as a local server on ListenAddr, with the
+// in-process queue worker, until ctx ends (SIGTERM), and with --demo in
+// front of the demo backends.
+func runLocal(ctx context.Context, demo bool, logger *slog.Logger, stderr io.Writer) error {
 	var demoBackends *demoSet
 	if demo {
 		d, err := startDemo(ctx)
 		if err != nil {
-			fmt.Fprintf(stderr, "functions: demo backends: %v\n", err)
-			return 1
+			return fmt.Errorf("demo backends: %w", err)
 		}
 		defer d.Close()
 		d.setEnv()
@@ -75,16 +101,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	s, limit, err := loadSettings(0)
 	if err != nil {
-		fmt.Fprintf(stderr, "functions: %v\n", err)
-		return 2
+		return err
 	}
-	gw, err := newGateway(ctx, s, limit, local.Caps(), logger)
+	gw, err := assemble(ctx, s, local.Caps(), logger)
 	if err != nil {
-		fmt.Fprintf(stderr, "functions: %v\n", err)
-		if se := (*core.SettingError)(nil); errors.As(err, &se) {
-			return 2
-		}
-		return 1
+		return err
 	}
 	srv := &local.Server{Addr: s.ListenAddr, Handler: gw.handler, Limit: limit, Logger: logger,
 		Ready: func(a net.Addr) {
@@ -92,56 +113,79 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				demoBackends.printHelp(stderr, a.String())
 			}
 		}}
-	workers := make(chan struct{})
-	go func() {
-		defer close(workers)
-		gw.runWorkers(ctx)
-	}()
-	if code := serveAndDrain(ctx, srv.Run, gw, logger, stderr); code != 0 {
-		return code
+	var g group
+	addServer(&g, ctx, srv.Run, gw, logger)
+	if gw.async != nil {
+		w := localWorker(s, gw.async, limit, logger)
+		addUntilInterrupted(&g, ctx, w.Run)
 	}
-	<-workers
+	if files := gw.files; files != nil {
+		addUntilInterrupted(&g, ctx, func(ctx context.Context) {
+			files.RunSweeper(ctx, 0, 0, func(err error) {
+				logger.WarnContext(ctx, "sweeping expired async requests", slog.String("err", err.Error()))
+			})
+		})
+	}
+	if err := g.Run(); err != nil {
+		return err
+	}
 	logger.Info("stopped")
-	return 0
+	return nil
 }
 
-// serveAndDrain runs serve until ctx ends, and meanwhile drains gw's
-// continuations once ctx is done: on SIGTERM the server stops taking
-// requests (the local worker stops receiving) while the continuations in
-// progress get core.DrainGrace to finish; those that cannot are stopped and
-// their claims released, so the queued continuation resumes them at once.
-// It returns the process exit code.
-func serveAndDrain(ctx context.Context, serve func(context.Context) error, gw *gateway, logger *slog.Logger, stderr io.Writer) int {
-	drained := make(chan error, 1)
-	go func() {
-		<-ctx.Done()
+// addServer adds to g a server, which serves until ctx ends (SIGTERM) or
+// another of g's goroutines returns, and the drain of gw's continuations
+// at the same moment: the server stops taking requests (the local worker
+// stops receiving) while the continuations in progress get core.DrainGrace
+// to finish; those that cannot are stopped and their claims released, so
+// the queued continuation resumes them at once. A server that fails to
+// start ends the group.
+func addServer(g *group, ctx context.Context, serve func(context.Context) error, gw *gateway, logger *slog.Logger) {
+	term, stopTerm := context.WithCancel(ctx)
+	g.Add(func() error { <-term.Done(); return nil }, func(error) { stopTerm() })
+	sctx, stop := context.WithCancel(ctx)
+	g.Add(func() error { return serve(sctx) }, func(error) { stop() })
+	drain := make(chan struct{})
+	g.Add(func() error {
+		<-drain
 		dctx, cancel := context.WithTimeout(context.Background(), core.DrainGrace)
 		defer cancel()
-		drained <- gw.drain(dctx)
-	}()
-	if err := serve(ctx); err != nil {
-		fmt.Fprintf(stderr, "functions: %v\n", err)
-		return 1
-	}
-	if err := <-drained; err != nil {
-		logger.Warn("draining continuations", slog.String("err", err.Error()))
-	}
-	return 0
+		if err := gw.drain(dctx); err != nil {
+			logger.Warn("draining continuations", slog.String("err", err.Error()))
+		}
+		return nil
+	}, func(error) { close(drain) })
 }
 
-// gateway is the assembled gateway: the HTTP handler, what runs
-// continuations in-process, and what drains them at shutdown.
+// addUntilInterrupted adds to g a goroutine that runs until ctx ends or
+// it is interrupted.
+func addUntilInterrupted(g *group, ctx context.Context, run func(context.Context)) {
+	ctx, stop := context.WithCancel(ctx)
+	g.Add(func() error { run(ctx); return nil }, func(error) { stop() })
+}
+
+// gateway is the assembled gateway: the parts built from the settings for
+// one host.
 type gateway struct {
-	handler    http.Handler
-	api        *httpapi.Handler
-	telemetry  *otel.Telemetry // nil: no export
-	runWorkers func(ctx context.Context)
-	drain      func(ctx context.Context) error
+	// handler is what the host serves: api, wrapped by the telemetry.
+	handler http.Handler
+	// api is the gateway's HTTP face.
+	api *httpapi.Handler
+	// async runs continuations; nil with AsyncModeEnabled=false.
+	async *core.Async
+	// files is the embedded store (AsyncStore=file:), which sweeps what
+	// expired; nil otherwise.
+	files *filestore.Store
+	// telemetry exports traces and metrics; nil without an OTLP endpoint.
+	telemetry *otel.Telemetry
 }
 
-// newGateway connects the store, queue and core to the HTTP handler, for a
-// host that can do what host states.
-func newGateway(ctx context.Context, s *core.Settings, limit time.Duration, host core.HostCaps, logger *slog.Logger) (*gateway, error) {
+// assemble builds the gateway from the settings for a host that can do
+// what host states: the Forwarder with its upstream policy, the HTTP face,
+// the async engine over its store and queue (only with AsyncModeEnabled)
+// and the telemetry. What only one host runs (the local worker, the
+// Lambda handler, the Functions server) its run path builds.
+func assemble(ctx context.Context, s *core.Settings, host core.HostCaps, logger *slog.Logger) (*gateway, error) {
 	stats := &core.Stats{}
 	fwd := &core.Forwarder{
 		Transport:   core.NewTransport(),
@@ -152,19 +196,64 @@ func newGateway(ctx context.Context, s *core.Settings, limit time.Duration, host
 		return nil, err
 	}
 	h := &httpapi.Handler{Settings: s, Forwarder: fwd, Stats: stats, Logger: logger, Host: host}
-	gw := &gateway{handler: h, api: h, runWorkers: func(context.Context) {}, drain: func(context.Context) error { return nil }}
-	if err := wireAsync(ctx, s, h, gw, limit, logger); err != nil {
-		return nil, err
+	gw := &gateway{handler: h, api: h}
+	// CONTRACT §1: with async off nothing is opened, so a host with a
+	// read-only file system (Lambda's /var/task) starts without a store.
+	if s.AsyncModeEnabled {
+		p, err := openAsync(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.UserProfiles.ValidateTopics(p.notifier); err != nil {
+			return nil, err
+		}
+		gw.async = newAsync(s, p, fwd, stats, host, logger)
+		h.Async = gw.async
+		if p.files != nil {
+			gw.files, h.Blobs = p.files, p.files
+		}
 	}
 	h.Init()
-	cloud := ""
-	if host.Name == "lambda" {
-		cloud = "aws"
-	}
-	tel, err := wireTelemetry(ctx, h, gw, cloud, cloud == "aws")
+	// A host frozen between invocations (Lambda) flushes its export after
+	// each one.
+	tel, err := wireTelemetry(ctx, h, hostCloud(host), !host.WorkAfterAnswer)
 	if err != nil {
 		return nil, err
 	}
-	gw.telemetry = tel
+	if tel != nil {
+		gw.handler, gw.telemetry = tel.Handler(h), tel
+	}
 	return gw, nil
+}
+
+// hostCloud is the cloud a host runs in, as hostResource names it.
+func hostCloud(host core.HostCaps) string {
+	switch host.Name {
+	case lambda.Caps().Name:
+		return "aws"
+	case azurefunctions.Caps().Name:
+		return "azure"
+	}
+	return ""
+}
+
+// drain gives the continuations in progress until ctx ends to finish and
+// stops the rest, releasing their claims; sends the notifications queued
+// for the background sender; and shuts the telemetry down.
+func (gw *gateway) drain(ctx context.Context) error {
+	var err error
+	if a := gw.async; a != nil {
+		err = a.Continuations.Shutdown(ctx)
+		// Notifications queued for the background sender go out before
+		// the process exits, with a few seconds of their own.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if ferr := a.FlushNotifications(fctx); ferr != nil {
+			err = errors.Join(err, fmt.Errorf("flush notifications: %w", ferr))
+		}
+	}
+	if gw.telemetry != nil {
+		err = errors.Join(err, gw.telemetry.Shutdown(ctx))
+	}
+	return err
 }

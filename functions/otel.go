@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"os"
 
@@ -13,11 +12,12 @@ import (
 // wireTelemetry builds the OpenTelemetry export the standard OTEL_*
 // variables name (CONTRACT §7) and connects it to h: the observer of its
 // attempts and continuations, the server span around it, the trace ids in
-// its log lines, and the metrics. Without an endpoint it creates nothing and
-// returns next unchanged and a nil *otel.Telemetry. perInvocation is the
-// export of a host frozen between invocations (Lambda), flushed by the
-// caller. It must run after h's async wiring and Init.
-func wireTelemetry(ctx context.Context, h *httpapi.Handler, gw *gateway, cloud string, perInvocation bool) (*otel.Telemetry, error) {
+// its log lines, and the metrics; the caller wraps h in the returned
+// telemetry's Handler and shuts it down. Without an endpoint it creates
+// nothing and returns a nil *otel.Telemetry. perInvocation is the export
+// of a host frozen between invocations (Lambda), flushed by the caller. It
+// must run after h's async wiring and Init.
+func wireTelemetry(ctx context.Context, h *httpapi.Handler, cloud string, perInvocation bool) (*otel.Telemetry, error) {
 	o := otel.Options{Lookup: os.LookupEnv, Resource: hostResource(cloud), PerInvocation: perInvocation,
 		Stats: h.Stats, BufferedBytes: h.BufferedBytes}
 	if h.Async != nil && h.Async.Continuations != nil {
@@ -34,9 +34,6 @@ func wireTelemetry(ctx context.Context, h *httpapi.Handler, gw *gateway, cloud s
 	} else {
 		h.Logger = slog.New(tel.LogHandler(h.Logger.Handler()))
 	}
-	gw.handler = tel.Handler(gw.handler)
-	drain := gw.drain
-	gw.drain = func(ctx context.Context) error { return errors.Join(drain(ctx), tel.Shutdown(ctx)) }
 	return tel, nil
 }
 

@@ -33,7 +33,7 @@ func TestTelemetryOnlyWithEndpoint(t *testing.T) {
 			if err := s.Hosts.Decode("http://127.0.0.1:1"); err != nil {
 				t.Fatal(err)
 			}
-			gw, err := newGateway(context.Background(), &s, 0, local.Caps(), slog.New(httpapi.NewJSONLogHandler(t.Output())))
+			gw, err := assemble(context.Background(), &s, local.Caps(), slog.New(httpapi.NewJSONLogHandler(t.Output())))
 			if err != nil {
 				t.Fatal(err)
 			}
