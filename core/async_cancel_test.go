@@ -229,6 +229,32 @@ func TestAsyncCancel(t *testing.T) {
 		})
 	})
 
+	t.Run("in-process: a DELETE the moment the 202 is out is heard at once", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e := newRunEnv(t, asyncAfter(time.Hour, asyncOK), true, 2)
+			_, acc, err := e.a.Run(context.Background(), e.runRequest(asyncTestKey), e.profile)
+			if err != nil || acc == nil {
+				t.Fatalf("Run = %v, %v; want a 202", acc, err)
+			}
+			// No wait: the client may DELETE before finishInProcess runs.
+			e.a.cancels.mu.Lock()
+			listening := len(e.a.cancels.byID[acc.ID])
+			e.a.cancels.mu.Unlock()
+			if listening != 1 {
+				t.Fatalf("cancel listeners for %s when Run returns = %d; want 1", acc.ID, listening)
+			}
+			start := time.Now()
+			if _, _, err := e.a.Cancel(context.Background(), acc.ID); err != nil {
+				t.Fatal(err)
+			}
+			synctest.Wait()
+			if took := time.Since(start); took != 0 {
+				t.Errorf("the cancellation took %v; want at once, not at a lease renewal", took)
+			}
+			e.cancelled(t, acc.ID)
+		})
+	})
+
 	t.Run("finished: nothing changes", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			e := newAsyncEnv(t, asyncStatus(500))

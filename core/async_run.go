@@ -154,12 +154,16 @@ func (a *Async) Run(ctx context.Context, req *Request, profile *Profile) (*Resul
 		}
 		return nil, acc, err
 	}
-	go a.finishInProcess(ctx, claim, work, done, cancel, release)
+	// Listen for a cancel before the 202 leaves: a client may DELETE the
+	// moment it has the status URI, before finishInProcess runs.
+	unlisten := a.listenCancel(claim.ID(), cancel)
+	go a.finishInProcess(ctx, claim, work, done, cancel, func() { unlisten(); release() })
 	return nil, acc, nil
 }
 
 // finishInProcess waits for the in-flight attempt of claim and ends the
-// claim with its outcome. The attempt stops early when the lease is lost
+// claim with its outcome; release frees its slot and stops listening for
+// a cancel. The attempt stops early when the lease is lost
 // to a queue worker or when work ends (the instance shuts down); either way
 // Finish hands the request on or writes nothing, as its claim allows.
 func (a *Async) finishInProcess(ctx context.Context, claim *Claim, work context.Context, done <-chan forwarded, cancel context.CancelCauseFunc, release func()) {
@@ -167,7 +171,6 @@ func (a *Async) finishInProcess(ctx context.Context, claim *Claim, work context.
 	defer cancel(context.Canceled)
 	stop := context.AfterFunc(work, func() { cancel(context.Cause(work)) })
 	defer stop()
-	defer a.listenCancel(claim.ID(), cancel)()
 	var f forwarded
 	select {
 	case f = <-done:
