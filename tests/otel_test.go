@@ -300,9 +300,17 @@ func TestTraceLambdaFlushedBeforeFreeze(t *testing.T) {
 	tr, _ := j.WaitTrace(t, traceID, 10*time.Second, func(tr emulators.JaegerTrace) bool {
 		return len(spansNamed(tr, "GET /")) == 1 && len(spansNamed(tr, "GET")) == 1
 	})
-	server, attempt := spansNamed(tr, "GET /")[0], spansNamed(tr, "GET")[0]
+	hostSpans(t, tr, "GET", map[string]string{"cloud.provider": "aws", "faas.name": "gateway-fn", "cloud.region": "eu-west-1"})
+}
+
+// hostSpans checks a host's trace of one forwarded request: the server span
+// is the caller's span's child, the one attempt span the server span's, and
+// the resource attributes the host says of itself are want's.
+func hostSpans(tb testing.TB, tr emulators.JaegerTrace, method string, want map[string]string) (server emulators.JaegerSpan) {
+	tb.Helper()
+	server, attempt := spansNamed(tr, method+" /")[0], spansNamed(tr, method)[0]
 	if server.Parent() != clientSpanID || attempt.Parent() != server.SpanID {
-		t.Errorf("parents: server %q (want %s), attempt %q (want %s)", server.Parent(), clientSpanID, attempt.Parent(), server.SpanID)
+		tb.Errorf("parents: server %q (want %s), attempt %q (want %s)", server.Parent(), clientSpanID, attempt.Parent(), server.SpanID)
 	}
 	res := map[string]string{}
 	for _, tag := range tr.Processes[server.ProcessID].Tags {
@@ -310,9 +318,12 @@ func TestTraceLambdaFlushedBeforeFreeze(t *testing.T) {
 			res[tag.Key] = s
 		}
 	}
-	if res["cloud.provider"] != "aws" || res["faas.name"] != "gateway-fn" || res["cloud.region"] != "eu-west-1" {
-		t.Errorf("resource attributes = %v; want cloud.provider aws, faas.name gateway-fn, cloud.region eu-west-1", res)
+	for k, v := range want {
+		if res[k] != v {
+			tb.Errorf("resource attribute %s = %q; want %q (all: %v)", k, res[k], v, res)
+		}
 	}
+	return server
 }
 
 // TestLambdaSlowCollector: a collector that never answers cannot make an
@@ -368,19 +379,7 @@ func TestTraceAzureFunctions(t *testing.T) {
 	tr, _ := j.WaitTrace(t, traceID, 20*time.Second, func(tr emulators.JaegerTrace) bool {
 		return len(spansNamed(tr, "POST /")) == 1 && len(spansNamed(tr, "POST")) == 1
 	})
-	server, attempt := spansNamed(tr, "POST /")[0], spansNamed(tr, "POST")[0]
-	if server.Parent() != clientSpanID || attempt.Parent() != server.SpanID {
-		t.Errorf("parents: server %q (want %s), attempt %q (want %s)", server.Parent(), clientSpanID, attempt.Parent(), server.SpanID)
-	}
-	res := map[string]string{}
-	for _, tag := range tr.Processes[server.ProcessID].Tags {
-		if s, ok := tag.Value.(string); ok {
-			res[tag.Key] = s
-		}
-	}
-	if res["cloud.provider"] != "azure" || res["faas.name"] != "gateway-app" || res["cloud.region"] != "West Europe" {
-		t.Errorf("resource attributes = %v", res)
-	}
+	server := hostSpans(t, tr, "POST", map[string]string{"cloud.provider": "azure", "faas.name": "gateway-app", "cloud.region": "West Europe"})
 	line := g.WaitLog(t, 5*time.Second, func(m map[string]any) bool { return m["msg"] == "request" && m["path"] == "/api/echo" })
 	if line["trace_id"] != traceID || line["span_id"] != server.SpanID {
 		t.Errorf("log line ids = %v/%v; want %s/%s", line["trace_id"], line["span_id"], traceID, server.SpanID)
