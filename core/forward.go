@@ -242,7 +242,7 @@ type attemptResult struct {
 	retryAfter time.Duration
 	out        outgoing   // storage for the attempt's request, allocated with it
 	first      [1]Attempt // storage for the timeline when this is its first entry
-	conn       *connTrace // the backend connection the attempt got, when recorded
+	conn       connTrace  // the backend connection the attempt got, when recorded
 }
 
 func (a *attemptResult) close() {
@@ -418,7 +418,7 @@ func (s *streamBody) fire() {
 
 func (s *streamBody) Read(p []byte) (int, error) {
 	n, err := s.body.Read(p)
-	if n > 0 && s.idle > 0 {
+	if n > 0 && err == nil && s.idle > 0 { // nothing is awaited after the end
 		s.mu.Lock()
 		if s.timer == nil {
 			s.timer = time.AfterFunc(s.idle, s.fire)

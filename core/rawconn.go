@@ -52,21 +52,21 @@ var recordingLive atomic.Bool
 // is whether any recording transport exists at all.
 func recordsHeads(http.RoundTripper) bool { return recordingLive.Load() }
 
-// connTrace is the connection an attempt got, and the trace that tells it.
+// connTrace is the connection an attempt got, and the trace that tells
+// it; it lives in the attemptResult, so tracing costs the closure and the
+// context value only.
 type connTrace struct {
 	trace httptrace.ClientTrace
 	conn  *headConn
 }
 
+func (ct *connTrace) gotConn(i httptrace.GotConnInfo) { ct.conn, _ = i.Conn.(*headConn) }
+
 // traceConn returns ctx with a trace that records the attempt's
 // connection in ar.
 func (ar *attemptResult) traceConn(ctx context.Context) context.Context {
-	ct := &connTrace{}
-	ct.trace.GotConn = func(i httptrace.GotConnInfo) {
-		ct.conn, _ = i.Conn.(*headConn)
-	}
-	ar.conn = ct
-	return httptrace.WithClientTrace(ctx, &ct.trace)
+	ar.conn.trace.GotConn = ar.conn.gotConn
+	return httptrace.WithClientTrace(ctx, &ar.conn.trace)
 }
 
 // stripRawConnection deletes from resp the headers its Connection header
@@ -75,10 +75,10 @@ func (ar *attemptResult) traceConn(ctx context.Context) context.Context {
 // names it listed ("Connection: X-Secret, close"); the connection recorded
 // them as they arrived.
 func (ar *attemptResult) stripRawConnection(resp *http.Response) {
-	if ar.conn == nil || ar.conn.conn == nil || resp.ProtoMajor != 1 {
+	c := ar.conn.conn
+	if c == nil || resp.ProtoMajor != 1 {
 		return
 	}
-	c := ar.conn.conn
 	if named := c.connectionValues(); len(named) > 0 {
 		removeConnectionNamed(resp.Header, named)
 	}
@@ -141,26 +141,28 @@ func (c *headConn) scan(b []byte) {
 			return
 		}
 		b = b[i+1:]
-		c.endLine(strings.TrimSuffix(string(c.line), "\r"))
+		c.endLine(bytes.TrimSuffix(c.line, []byte("\r")))
 		c.line, c.long = c.line[:0], false
 	}
 }
 
-func (c *headConn) endLine(l string) {
+// endLine reads one line of a response head; only a Connection value is
+// copied out of it.
+func (c *headConn) endLine(l []byte) {
 	switch {
 	case !c.inHead:
-		if strings.HasPrefix(l, "HTTP/1.") {
+		if bytes.HasPrefix(l, []byte("HTTP/1.")) {
 			c.inHead, c.cur = true, nil
 			c.status1 = len(l) > len("HTTP/1.1 1") && l[len("HTTP/1.1 ")] == '1'
 		}
-	case l == "":
+	case len(l) == 0:
 		c.inHead = false
 		if !c.status1 {
 			c.last, c.armed = c.cur, false
 		}
 	default:
-		if name, v, ok := strings.Cut(l, ":"); ok && strings.EqualFold(name, "Connection") {
-			c.cur = append(c.cur, strings.TrimSpace(v))
+		if name, v, ok := bytes.Cut(l, []byte(":")); ok && bytes.EqualFold(name, []byte("Connection")) {
+			c.cur = append(c.cur, string(bytes.TrimSpace(v)))
 		}
 	}
 }
