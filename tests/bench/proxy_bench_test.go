@@ -67,7 +67,7 @@ func gateway(tb testing.TB, target string, extraRoutes string) *httptest.Server 
 	stats := &core.Stats{}
 	h := &httpapi.Handler{
 		Settings:  s,
-		Forwarder: &core.Forwarder{Transport: transport(), BackoffBase: s.RetryBackoffMs.D(), Stats: stats, Ejector: &core.Ejector{}},
+		Forwarder: &core.Forwarder{Transport: core.NewTransport(), BackoffBase: s.RetryBackoffMs.D(), Stats: stats, Ejector: &core.Ejector{}},
 		Stats:     stats,
 		Logger:    slog.New(slog.DiscardHandler),
 	}
