@@ -621,3 +621,42 @@ func writeRaw(t *testing.T, w http.ResponseWriter, head string, then func(net.Co
 		then(conn, brw)
 	}
 }
+
+// heldLog is a log handler whose Handle waits until release is closed (or
+// a failure bound passes, so a broken gateway fails instead of hanging).
+type heldLog struct {
+	slog.Handler
+	release chan struct{}
+	expired atomic.Bool
+}
+
+func (h *heldLog) Handle(ctx context.Context, r slog.Record) error {
+	select {
+	case <-h.release:
+	case <-time.After(30 * time.Second):
+		h.expired.Store(true)
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+// TestAnswerBeforeLogLine: an answer framed by its Content-Length reaches
+// the client whole while the request's log line is still being written.
+func TestAnswerBeforeLogLine(t *testing.T) {
+	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "5")
+		io.WriteString(w, "hello")
+	}))
+	defer be.Close()
+	held := &heldLog{Handler: slog.NewJSONHandler(io.Discard, nil), release: make(chan struct{})}
+	g := startGW(t, be.URL, func(h *Handler) { h.Logger = slog.New(held) })
+	defer close(held.release)
+	resp, err := http.Get(g.srv.URL + "/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || string(body) != "hello" || held.expired.Load() {
+		t.Fatalf("answer %q, %v; log line held until the answer went: %v", body, err, held.expired.Load())
+	}
+}

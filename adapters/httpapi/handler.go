@@ -335,6 +335,15 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, res *core.Result
 	for k, v := range resp.Trailer {
 		hdr[http.TrailerPrefix+k] = v
 	}
+	if !flush && resp.ContentLength >= 0 && len(resp.Trailer) == 0 {
+		// The whole answer is in the server's buffer, framed by its
+		// Content-Length: send it now, in the one write net/http would
+		// make after the handler, so the client does not wait for the
+		// log line and the clean-up after it.
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+	}
 }
 
 // attemptsValues are the x-Attempts header values of small counts, shared
