@@ -57,9 +57,11 @@ func loadSettings(hostLimit time.Duration) (*core.Settings, time.Duration, error
 	if err := s.Validate(limit, explicit); err != nil {
 		return nil, 0, err
 	}
-	if err := s.CheckMemory(hostMemory()); err != nil {
+	mem, source := hostMemory()
+	if err := s.CheckMemory(mem, source); err != nil {
 		return nil, 0, err
 	}
+	tuneGC(os.LookupEnv, mem)
 	return &s, limit, nil
 }
 
