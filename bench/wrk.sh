@@ -3,10 +3,13 @@
 # side by side, in the same run, on one loopback backend answering 64 bytes.
 # The gateway writes its one JSON log line per request (to /dev/null).
 # Usage: bench/wrk.sh (or make bench-wrk). Environment: ROUNDS (2), DURATION
-# (10s), THREADS (2), CONNS (32). Needs wrk (make bench-wrk installs it).
+# (10s), THREADS (2), CONNS (32), BARE_PROCESS (shared: the bare proxy runs in
+# the backend's process, as the throughput target was measured; own: in a
+# process of its own, as the gateway does). Needs wrk (make bench-wrk
+# installs it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROUNDS=${ROUNDS:-2} DURATION=${DURATION:-10s} THREADS=${THREADS:-2} CONNS=${CONNS:-32}
+ROUNDS=${ROUNDS:-2} DURATION=${DURATION:-10s} THREADS=${THREADS:-2} CONNS=${CONNS:-32} BARE_PROCESS=${BARE_PROCESS:-shared}
 command -v wrk >/dev/null || { echo "bench/wrk.sh: wrk not found; make bench-wrk installs it" >&2; exit 1; }
 tmp=$(mktemp -d)
 pids=()
@@ -20,13 +23,24 @@ pids+=($!)
 for _ in $(seq 100); do [ -s "$tmp/peers" ] && break; sleep 0.1; done
 read -r backend bare gw <"$tmp/peers"
 backend=${backend#backend=} bare=${bare#bare=} gw=${gw#gateway=}
+case $BARE_PROCESS in
+shared) ;;
+own)
+	"$tmp/wrkpeers" -proxy "$backend" >"$tmp/bare" &
+	pids+=($!)
+	for _ in $(seq 100); do [ -s "$tmp/bare" ] && break; sleep 0.1; done
+	read -r bare <"$tmp/bare"
+	bare=${bare#bare=}
+	;;
+*) echo "bench/wrk.sh: BARE_PROCESS=$BARE_PROCESS; want shared or own" >&2; exit 2 ;;
+esac
 Hosts=$backend ListenAddr=$gw AsyncStore="file:$tmp/store" "$tmp/gateway" >/dev/null 2>"$tmp/gateway.err" &
 pids+=($!)
 for _ in $(seq 100); do curl -fs "http://$gw/_gateway/health" >/dev/null 2>&1 && break; sleep 0.1; done
 curl -fs "http://$gw/_gateway/health" >/dev/null || { echo "the gateway did not start:"; cat "$tmp/gateway.err"; exit 1; } >&2
 
 rps() { wrk -t"$THREADS" -c"$CONNS" -d"$1" "$2" | awk '/^Requests\/sec/ {print $2}'; }
-echo "wrk -t$THREADS -c$CONNS -d$DURATION, 64-byte answers; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "wrk -t$THREADS -c$CONNS -d$DURATION, 64-byte answers, bare proxy in a $BARE_PROCESS process; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 rps 2s "$bare/warm" >/dev/null
 rps 2s "http://$gw/warm" >/dev/null
 printf '%-6s %12s %12s %8s\n' round bare gateway ratio

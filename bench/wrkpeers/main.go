@@ -5,9 +5,14 @@
 // throughput target measured it. It also reserves a free port for the
 // gateway. It prints one line, "backend=<url> bare=<url> gateway=<addr>",
 // and serves until killed.
+//
+// With -proxy <backend URL> it serves only a bare proxy, in front of that
+// backend, and prints "bare=<url>": the bare proxy in a process of its own,
+// as the gateway is (BARE_PROCESS=own in bench/wrk.sh).
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"log"
@@ -29,15 +34,13 @@ func listen() net.Listener {
 	return ln
 }
 
-func main() {
-	answer := []byte(strings.Repeat("x", 63) + "\n")
-	be := listen()
-	go http.Serve(be, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain")
-		w.Write(answer)
-	}))
-	backend := "http://" + be.Addr().String()
-	u, _ := url.Parse(backend)
+// bareProxy is the bare httputil.ReverseProxy in front of backend.
+func bareProxy(backend string) http.Handler {
+	u, err := url.Parse(backend)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "wrkpeers:", err)
+		os.Exit(2)
+	}
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.ErrorLog = log.New(io.Discard, "", 0) // wrk hangs up mid-request at the end of each run
 	rp.Transport = &http.Transport{
@@ -46,8 +49,27 @@ func main() {
 		MaxIdleConnsPerHost: 1024,
 		IdleConnTimeout:     90 * time.Second,
 	}
+	return rp
+}
+
+func main() {
+	proxy := flag.String("proxy", "", "serve only a bare proxy in front of this backend URL")
+	flag.Parse()
+	if *proxy != "" {
+		bare := listen()
+		fmt.Printf("bare=http://%s\n", bare.Addr())
+		http.Serve(bare, bareProxy(*proxy))
+		return
+	}
+	answer := []byte(strings.Repeat("x", 63) + "\n")
+	be := listen()
+	go http.Serve(be, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write(answer)
+	}))
+	backend := "http://" + be.Addr().String()
 	bare := listen()
-	go http.Serve(bare, rp)
+	go http.Serve(bare, bareProxy(backend))
 	gw := listen() // reserved for the gateway: closed just before it starts
 	addr := gw.Addr().String()
 	gw.Close()
