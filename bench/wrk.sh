@@ -40,7 +40,9 @@ for _ in $(seq 100); do curl -fs "http://$gw/_gateway/health" >/dev/null 2>&1 &&
 curl -fs "http://$gw/_gateway/health" >/dev/null || { echo "the gateway did not start:"; cat "$tmp/gateway.err"; exit 1; } >&2
 
 rps() { wrk -t"$THREADS" -c"$CONNS" -d"$1" "$2" | awk '/^Requests\/sec/ {print $2}'; }
-echo "wrk -t$THREADS -c$CONNS -d$DURATION, 64-byte answers, bare proxy in a $BARE_PROCESS process; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+where="the backend's process"
+[ "$BARE_PROCESS" = own ] && where="a process of its own"
+echo "wrk -t$THREADS -c$CONNS -d$DURATION, 64-byte answers, bare proxy in $where; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 rps 2s "$bare/warm" >/dev/null
 rps 2s "http://$gw/warm" >/dev/null
 printf '%-6s %12s %12s %8s\n' round bare gateway ratio

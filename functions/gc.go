@@ -8,8 +8,8 @@ import (
 
 // gcPercent is the GOGC the gateway runs with when GOGC is not set. Its
 // live heap is small (a few MB beside the bodies it buffers), so with Go's
-// default of 100 it collects every few MB allocated: dozens of cycles a
-// second under load, each waking threads on a host with few cores. 400
+// default of 100 it collects every few MB allocated: about 20 cycles a
+// second at 12 000 requests/s, each waking threads on a host with few cores. 400
 // collects a quarter as often; gcLimitShare of the host's memory bounds
 // what that costs in memory.
 const gcPercent = 400

@@ -4,6 +4,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -114,8 +115,11 @@ func TestSettingsReferenceMatchesCode(t *testing.T) {
 			t.Errorf("%s:%d: %s unit %q does not fit its type %s", settingsDoc, r.line, f.Name, r.unit, f.Type.Name())
 		}
 	}
-	external := regexp.MustCompile(`^(AzureWebJobsStorage__|AWS_|OTEL_)`)
+	external := regexp.MustCompile(`^(AzureWebJobsStorage__|AWS_|OTEL_|GOGC$|GOMEMLIMIT$)`)
 	for _, r := range rows {
+		if len(r.names) == 1 && r.names[0] == "GOGC" && r.def != strconv.Itoa(gcPercent) {
+			t.Errorf("%s:%d: GOGC default %q; the gateway sets %d (gcPercent)", settingsDoc, r.line, r.def, gcPercent)
+		}
 		for _, n := range r.names {
 			if fields[n] || external.MatchString(n) || strings.HasSuffix(n, "…") {
 				continue
