@@ -10,15 +10,32 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 
 	"fngateway/internal/emulators"
 )
 
-// noSecretsLogged fails when a log line of gw carries a credential.
-func noSecretsLogged(tb testing.TB, gw *Gateway, secrets ...string) {
+// noSecretsLogged fails when a log line of gw carries a credential. It
+// first waits for the log lines of the requests sent (a line may follow
+// its answer).
+func noSecretsLogged(tb testing.TB, gw *Gateway, requests int, secrets ...string) {
 	tb.Helper()
+	for deadline := time.Now().Add(loadMargin); ; time.Sleep(10 * time.Millisecond) { // polling a log with a deadline
+		n := 0
+		for _, m := range gw.Logs() {
+			if m["msg"] == "request" {
+				n++
+			}
+		}
+		if n >= requests {
+			break
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("%d request log lines after %v; want %d", n, loadMargin, requests)
+		}
+	}
 	for _, l := range gw.Logs() {
 		line, _ := json.Marshal(l)
 		for _, s := range append(secrets, "AWS4-HMAC-SHA256", "Signature=", "Bearer ") {
@@ -68,7 +85,7 @@ func TestSigV4ToVersitygw(t *testing.T) {
 			t.Errorf("GET %s: %d %.80q; want 200 and the body put", key, resp.StatusCode, body)
 		}
 	}
-	noSecretsLogged(t, gw, emulators.VersitygwSecretKey, "client-secret-token")
+	noSecretsLogged(t, gw, 5, emulators.VersitygwSecretKey, "client-secret-token")
 
 	bad := StartGateway(t, env("not-the-secret"))
 	resp, body, _ = Do(t, "GET", bad.URL+"/gwbucket/small.txt", nil, "")
@@ -131,7 +148,7 @@ func TestEntraToAzurite(t *testing.T) {
 	if n := fetches.Load(); n != 1 {
 		t.Errorf("the identity endpoint was asked %d times; want once, the token cached", n)
 	}
-	noSecretsLogged(t, gw, "client-secret-token")
+	noSecretsLogged(t, gw, 3, "client-secret-token")
 
 	// An identity endpoint that cannot give a token: 502, nothing sent.
 	var reached atomic.Int64

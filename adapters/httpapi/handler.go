@@ -156,7 +156,16 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request) {
 		h.tunnel(w, r, res, route, &lg)
 		return
 	}
-	h.relay(w, r, res, route, &lg)
+	if h.relay(w, r, res, route, &lg) {
+		// The whole answer is in the server's buffer, framed by its
+		// Content-Length. Give the body budget back, then send the answer
+		// now, in the one write net/http would make after the handler: the
+		// client does not wait for the log line and the clean-up after it.
+		body.done()
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+	}
 }
 
 // prepare reads the per-request headers and body into a core.Request. The
@@ -284,8 +293,10 @@ type keyBuf struct {
 
 var keyBufs = sync.Pool{New: func() any { return &keyBuf{off: 4096} }}
 
-// relay streams a backend answer to the client.
-func (h *Handler) relay(w http.ResponseWriter, r *http.Request, res *core.Result, route *core.Route, lg *requestLog) {
+// relay streams a backend answer to the client. It reports whether the
+// whole answer is now in the server's buffer, framed by its
+// Content-Length, so that the caller may flush it.
+func (h *Handler) relay(w http.ResponseWriter, r *http.Request, res *core.Result, route *core.Route, lg *requestLog) (framed bool) {
 	resp := res.Response
 	defer resp.Body.Close()
 	lg.status, lg.attempts, lg.timeline = resp.StatusCode, len(res.Attempts), res.Attempts
@@ -319,7 +330,7 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, res *core.Result
 			}
 			lg.code = "StreamCut"
 		case r.Context().Err() != nil:
-			return // the client left; its side is closed anyway
+			return false // the client left; its side is closed anyway
 		default:
 			// The backend broke off mid-body (a cut chunked answer, a short
 			// Content-Length): a silently truncated answer is data loss.
@@ -335,15 +346,7 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, res *core.Result
 	for k, v := range resp.Trailer {
 		hdr[http.TrailerPrefix+k] = v
 	}
-	if !flush && resp.ContentLength >= 0 && len(resp.Trailer) == 0 {
-		// The whole answer is in the server's buffer, framed by its
-		// Content-Length: send it now, in the one write net/http would
-		// make after the handler, so the client does not wait for the
-		// log line and the clean-up after it.
-		if f, ok := w.(http.Flusher); ok {
-			f.Flush()
-		}
-	}
+	return !flush && resp.ContentLength >= 0 && len(resp.Trailer) == 0
 }
 
 // attemptsValues are the x-Attempts header values of small counts, shared

@@ -137,7 +137,7 @@ func TestClockStartsAtAcceptance(t *testing.T) {
 				waitLog(t, g.log, `"acceptedAt":"`)
 				waitLog(t, g.log, `"arrivedAt":"`)
 				waitLog(t, g.log, `"queueMs":7`)
-			} else if strings.Contains(g.log.String(), "acceptedAt") && tt.trusted == "" {
+			} else if waitLog(t, g.log, `"msg":"request"`); strings.Contains(g.log.String(), "acceptedAt") && tt.trusted == "" {
 				t.Errorf("an untrusted X-Request-Start was logged as the acceptance time: %s", g.log.String())
 			}
 		})
