@@ -61,7 +61,9 @@ func loadSettings(hostLimit time.Duration) (*core.Settings, time.Duration, error
 	if err := s.CheckMemory(mem, source); err != nil {
 		return nil, 0, err
 	}
-	tuneGC(os.LookupEnv, mem)
+	if _, _, err := tuneGC(os.LookupEnv, mem); err != nil {
+		return nil, 0, err
+	}
 	return &s, limit, nil
 }
 
