@@ -226,6 +226,7 @@ func TestEdgeBadSettings(t *testing.T) {
 		{"MaxBufferedBytes beyond memory", []string{"MaxBufferedBytes=64424509440000"}, `setting MaxBufferedBytes="64424509440000": want at most`},
 		{"MaxRetryBodyBytes beyond memory", []string{"MaxRetryBodyBytes=64424509440000"}, `setting MaxRetryBodyBytes="64424509440000": want at most`},
 		{"TrustedProxies not CIDRs", []string{"TrustedProxies=10.0.0.0/8,localhost"}, `setting TrustedProxies="10.0.0.0/8,localhost": want comma-separated CIDRs`},
+		{"GOGC not a number", []string{"GOGC=4OO"}, `setting GOGC="4OO": want a whole percentage or off`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
