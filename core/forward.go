@@ -242,7 +242,7 @@ type attemptResult struct {
 	retryAfter time.Duration
 	out        outgoing   // storage for the attempt's request, allocated with it
 	first      [1]Attempt // storage for the timeline when this is its first entry
-	conn       connTrace  // the backend connection the attempt got, when recorded
+	conn       *connTrace // the backend connection the attempt got, when recorded
 }
 
 func (a *attemptResult) close() {
@@ -272,11 +272,7 @@ func (f *Forwarder) attempt(parent context.Context, rt http.RoundTripper, req *R
 	ctx, cancel := context.WithCancelCause(parent)
 	timer := time.AfterFunc(deadline.Sub(start), func() { cancel(deadlineError{cause}) })
 	ar := &attemptResult{cancel: cancel, ctx: ctx, record: Attempt{Host: host.Host}}
-	octx := ctx
-	if recordsHeads(rt) {
-		octx = ar.traceConn(ctx)
-	}
-	out := ar.out.build(octx, req, path, host, window)
+	out := ar.out.build(ar.trace(ctx, rt, req), req, path, host, window)
 	if err := f.authorize(ctx, req, out); err != nil {
 		timer.Stop()
 		cancel(context.Canceled)
@@ -580,11 +576,6 @@ func (o *outgoing) build(ctx context.Context, req *Request, path string, host *u
 	}
 	o.url = joinURL(host, req.Path, path, req.RawQuery)
 	u := &o.url
-	if req.Informational != nil {
-		// The trace lives in req: attempts run one after another.
-		req.trace = httptrace.ClientTrace{Got1xxResponse: req.Informational}
-		ctx = httptrace.WithClientTrace(ctx, &req.trace)
-	}
 	var body io.ReadCloser = http.NoBody
 	var getBody func() (io.ReadCloser, error)
 	contentLength := int64(0)

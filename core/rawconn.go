@@ -53,8 +53,7 @@ var recordingLive atomic.Bool
 func recordsHeads(http.RoundTripper) bool { return recordingLive.Load() }
 
 // connTrace is the connection an attempt got, and the trace that tells
-// it; it lives in the attemptResult, so tracing costs the closure and the
-// context value only.
+// it (and passes 1xx answers on).
 type connTrace struct {
 	trace httptrace.ClientTrace
 	conn  *headConn
@@ -62,11 +61,23 @@ type connTrace struct {
 
 func (ct *connTrace) gotConn(i httptrace.GotConnInfo) { ct.conn, _ = i.Conn.(*headConn) }
 
-// traceConn returns ctx with a trace that records the attempt's
-// connection in ar.
-func (ar *attemptResult) traceConn(ctx context.Context) context.Context {
-	ar.conn.trace.GotConn = ar.conn.gotConn
-	return httptrace.WithClientTrace(ctx, &ar.conn.trace)
+// trace returns ctx with the attempt's one client trace: it passes 1xx
+// answers to req.Informational and, when rt records response heads,
+// records the attempt's connection in ar.
+func (ar *attemptResult) trace(ctx context.Context, rt http.RoundTripper, req *Request) context.Context {
+	if recordsHeads(rt) {
+		ct := &connTrace{}
+		ct.trace.GotConn = ct.gotConn
+		ct.trace.Got1xxResponse = req.Informational
+		ar.conn = ct
+		return httptrace.WithClientTrace(ctx, &ct.trace)
+	}
+	if req.Informational != nil {
+		// The trace lives in req: attempts run one after another.
+		req.trace = httptrace.ClientTrace{Got1xxResponse: req.Informational}
+		return httptrace.WithClientTrace(ctx, &req.trace)
+	}
+	return ctx
 }
 
 // stripRawConnection deletes from resp the headers its Connection header
@@ -75,10 +86,10 @@ func (ar *attemptResult) traceConn(ctx context.Context) context.Context {
 // names it listed ("Connection: X-Secret, close"); the connection recorded
 // them as they arrived.
 func (ar *attemptResult) stripRawConnection(resp *http.Response) {
-	c := ar.conn.conn
-	if c == nil || resp.ProtoMajor != 1 {
+	if ar.conn == nil || ar.conn.conn == nil || resp.ProtoMajor != 1 {
 		return
 	}
+	c := ar.conn.conn
 	if named := c.connectionValues(); len(named) > 0 {
 		removeConnectionNamed(resp.Header, named)
 	}
