@@ -90,7 +90,7 @@ TOOL_TARGETS := $(TOOLS)/bin/jaeger $(TOOLS)/bin/tflint $(TOOLS)/bin/versitygw $
 	$(TOOLS)/bin/benchstat $(TOOLS)/bin/aws-lambda-rie $(NODE_STAMP) $(SCHEMA_STAMP) $(JSCLIENTS_STAMP) python-azure
 
 # tools: the installs run side by side (downloads overlap the builds), the
-# slowest first; with the race-enabled build of the module's own tests
+# slowest first; under make test the module's race-enabled build runs
 # beside them, so a fresh machine compiles while it waits on the network.
 tools:
 	@$(MAKE) --no-print-directory -j4 $(TOOL_TARGETS) $(if $(filter test,$(MAKECMDGOALS)),race-build)
