@@ -66,15 +66,7 @@ func TestExplainHedgedMatchesForward(t *testing.T) {
 					if len(tt.replies) > 0 {
 						rep = tt.replies[min(n, len(tt.replies))-1]
 					}
-					if rep.Kind == ReplySilent {
-						return hang(h, r)
-					}
-					select {
-					case <-time.After(rep.After):
-						return answer(rep.Status, h), nil
-					case <-r.Context().Done():
-						return nil, r.Context().Err()
-					}
+					return play(rep, h, r)
 				}}
 				f := &Forwarder{Transport: stub}
 				now := time.Now()
@@ -167,15 +159,7 @@ func TestExplainHedgedBackoffMatchesForward(t *testing.T) {
 					starts[h] = time.Since(start)
 					mu.Unlock()
 					rep := tt.replies[min(int(h[1]-'0'), len(tt.replies))-1]
-					if rep.Kind == ReplySilent {
-						return hang(h, r)
-					}
-					select {
-					case <-time.After(rep.After):
-						return answer(rep.Status, h), nil
-					case <-r.Context().Done():
-						return nil, r.Context().Err()
-					}
+					return play(rep, h, r)
 				}}
 				f := &Forwarder{Transport: stub, BackoffBase: p.BackoffBase, Jitter: func() float64 { return 1 }}
 				req := &Request{Method: http.MethodGet, Path: "/", Header: http.Header{}, Body: []byte("b"),
@@ -196,5 +180,19 @@ func TestExplainHedgedBackoffMatchesForward(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// play answers r from host h as rep says: never (a silent host), or with
+// rep.Status after rep.After unless the attempt is cancelled first.
+func play(rep Reply, h string, r *http.Request) (*http.Response, error) {
+	if rep.Kind == ReplySilent {
+		return hang(h, r)
+	}
+	select {
+	case <-time.After(rep.After):
+		return answer(rep.Status, h), nil
+	case <-r.Context().Done():
+		return nil, r.Context().Err()
 	}
 }
