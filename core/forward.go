@@ -371,9 +371,7 @@ func (f *Forwarder) deliver(ar *attemptResult, attempts []Attempt, route *Route,
 	}{}
 	sb := &d.sb
 	sb.body, sb.ctx, sb.cancel, sb.streamCancel, sb.idle, sb.stats = resp.Body, ar.ctx, ar.cancel, streamCancel, route.IdleTimeout, f.Stats
-	if route.FirstByteTimeout > 0 {
-		sb.timer = time.AfterFunc(route.FirstByteTimeout, sb.fire)
-	}
+	sb.left, sb.limited = route.FirstByteTimeout, route.FirstByteTimeout > 0
 	resp.Body = sb
 	d.res = Result{Response: resp, Attempts: attempts}
 	return &d.res
@@ -394,18 +392,25 @@ func (u *upgradeBody) Close() error {
 	return err
 }
 
-// streamBody is a response body read under the idle-gap limit.
+// streamBody is a response body read under the idle-gap limit: the
+// longest silence of the backend between the headers and the first body
+// byte (the route's FirstByteTimeout) and between two later bytes
+// (IdleTimeout). Its clock runs only while a Read waits on the backend:
+// the time the caller spends between two Reads, writing what it read to a
+// slow client, is not the backend's silence (CONTRACT §4).
 type streamBody struct {
 	body         io.ReadCloser
 	ctx          context.Context
 	cancel       context.CancelCauseFunc
 	streamCancel context.CancelFunc
-	idle         time.Duration
+	idle         time.Duration // the limit of the gaps after the first byte; zero: none
 	stats        *Stats
 
-	mu     sync.Mutex
-	timer  *time.Timer
-	closed bool
+	mu      sync.Mutex
+	timer   *time.Timer   // runs only during a Read
+	left    time.Duration // what the current gap has left, when limited
+	limited bool          // the current gap has a limit
+	closed  bool
 }
 
 func (s *streamBody) fire() {
@@ -413,13 +418,28 @@ func (s *streamBody) fire() {
 }
 
 func (s *streamBody) Read(p []byte) (int, error) {
-	n, err := s.body.Read(p)
-	if n > 0 && err == nil && s.idle > 0 { // nothing is awaited after the end
-		s.mu.Lock()
+	var start time.Time
+	s.mu.Lock()
+	if s.limited && !s.closed {
+		start = time.Now()
 		if s.timer == nil {
-			s.timer = time.AfterFunc(s.idle, s.fire)
-		} else if s.timer.Stop() {
-			s.timer.Reset(s.idle)
+			s.timer = time.AfterFunc(s.left, s.fire)
+		} else {
+			s.timer.Reset(s.left) // at once when nothing is left
+		}
+	}
+	s.mu.Unlock()
+	n, err := s.body.Read(p)
+	if !start.IsZero() {
+		s.mu.Lock()
+		// A timer that fired has cut the stream; one Close stopped leaves
+		// nothing to count.
+		if s.timer.Stop() {
+			if n > 0 {
+				s.left, s.limited = s.idle, s.idle > 0 // a new gap starts
+			} else {
+				s.left -= time.Since(start)
+			}
 		}
 		s.mu.Unlock()
 	}
