@@ -214,9 +214,7 @@ func (f *Forwarder) Forward(ctx context.Context, req *Request) (*Result, error) 
 			f.Stats.Retries.Add(1)
 		}
 		if wait > 0 {
-			if f.Observer != nil {
-				f.Observer.Backoff(ctx, n, time.Now(), wait)
-			}
+			f.observeBackoff(ctx, n, wait)
 			t := time.NewTimer(wait)
 			select {
 			case <-t.C:
@@ -227,6 +225,14 @@ func (f *Forwarder) Forward(ctx context.Context, req *Request) (*Result, error) 
 				return nil, &Error{Reason: ReasonClientGone, Attempts: attempts, Err: context.Cause(ctx)}
 			}
 		}
+	}
+}
+
+// observeBackoff reports to the Observer, if any, the wait d that starts
+// now, after attempt n.
+func (f *Forwarder) observeBackoff(ctx context.Context, n int, d time.Duration) {
+	if f.Observer != nil && d > 0 {
+		f.Observer.Backoff(ctx, n, time.Now(), d)
 	}
 }
 

@@ -143,6 +143,7 @@ func (f *Forwarder) forwardHedged(ctx, streamCtx context.Context, streamCancel c
 				}
 				ar.close()
 				perTry.Stop()
+				f.observeBackoff(ctx, n, w)
 				wait = time.NewTimer(w)
 				waitC = wait.C
 				continue
