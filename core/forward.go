@@ -149,7 +149,7 @@ func (f *Forwarder) Forward(ctx context.Context, req *Request) (*Result, error) 
 	defer f.RetryBudget.end()
 	hosts := f.Ejector.order(route, time.Now())
 	pol := f.policy(maxAttempts)
-	if maxAttempts > 1 && hedgeable(req) {
+	if maxAttempts > 1 && hedgeable(req, pol) {
 		return f.forwardHedged(ctx, streamCtx, streamCancel, rt, req, path, hosts, pol)
 	}
 	var attempts []Attempt
