@@ -496,18 +496,14 @@ func StreamCut(body io.Reader) error {
 	return nil
 }
 
-// hopHeaders are dropped in both directions (RFC 9110 §7.6.1).
-var hopHeaders = []string{
-	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
-	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
-}
-
-// RemoveHopHeaders deletes the hop-by-hop headers from h, including those
-// named by its Connection header.
+// RemoveHopHeaders deletes the hop-by-hop headers from h (isHopHeader),
+// including those named by its Connection header.
 func RemoveHopHeaders(h http.Header) {
 	removeConnectionNamed(h, h["Connection"])
-	for _, k := range hopHeaders {
-		delete(h, k) // already canonical: Del would canonicalise each again
+	for k := range h {
+		if isHopHeader(k) {
+			delete(h, k)
+		}
 	}
 }
 
@@ -523,7 +519,9 @@ func removeConnectionNamed(h http.Header, connection []string) {
 	}
 }
 
-// isHopHeader reports whether the canonical key k is one of hopHeaders.
+// isHopHeader reports whether the canonical key k is a hop-by-hop header,
+// dropped in both directions (RFC 9110 §7.6.1). This is the one list of
+// them.
 func isHopHeader(k string) bool {
 	switch k {
 	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",

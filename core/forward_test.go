@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -706,10 +708,11 @@ func BenchmarkConfinePath(b *testing.B) {
 	}
 }
 
-// TestIsHopHeader: the switch that skips hop-by-hop headers while copying
-// names exactly hopHeaders.
+// TestIsHopHeader: the hop-by-hop headers, in canonical form, and only
+// they.
 func TestIsHopHeader(t *testing.T) {
-	for _, k := range hopHeaders {
+	for _, k := range []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+		"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"} {
 		if !isHopHeader(k) {
 			t.Errorf("isHopHeader(%q) = false", k)
 		}
@@ -718,6 +721,18 @@ func TestIsHopHeader(t *testing.T) {
 		if isHopHeader(k) {
 			t.Errorf("isHopHeader(%q) = true", k)
 		}
+	}
+}
+
+// TestRemoveHopHeaders: the hop-by-hop headers go, with those the
+// Connection header names; end-to-end ones stay.
+func TestRemoveHopHeaders(t *testing.T) {
+	h := http.Header{"Connection": {"close, X-Private"}, "Keep-Alive": {"timeout=5"}, "Transfer-Encoding": {"chunked"},
+		"Te": {"trailers"}, "Upgrade": {"websocket"}, "X-Private": {"1"}, "Content-Type": {"text/plain"}, "Etag": {`"x"`}}
+	RemoveHopHeaders(h)
+	got := slices.Sorted(maps.Keys(h))
+	if want := []string{"Content-Type", "Etag"}; !slices.Equal(got, want) {
+		t.Errorf("headers left = %v; want %v", got, want)
 	}
 }
 
