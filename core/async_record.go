@@ -247,7 +247,7 @@ func (r *asyncRecord) validate() error {
 		return bad("arrival and expiry must be times between years 1 and 9999")
 	case r.Checkpoints < 0 || r.Request.BodySize < 0:
 		return bad("negative count")
-	case r.Request.Method == "" || !validMethod(r.Request.Method):
+	case !IsToken(r.Request.Method):
 		return bad("malformed method")
 	case len(r.Request.Path) == 0 || r.Request.Path[0] != '/':
 		return bad("path must start with /")
@@ -269,20 +269,6 @@ func (r *asyncRecord) validate() error {
 // storableTime reports whether t is set and JSON can write it.
 func storableTime(t time.Time) bool {
 	return !t.IsZero() && t.Year() >= 1 && t.Year() <= 9999
-}
-
-// validMethod reports whether m is an HTTP token (RFC 9110 §5.6.2).
-func validMethod(m string) bool {
-	if len(m) > 32 {
-		return false
-	}
-	for i := 0; i < len(m); i++ {
-		c := m[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
-			return false
-		}
-	}
-	return true
 }
 
 // validAsyncID reports whether s is an id as newAsyncID makes them: 32

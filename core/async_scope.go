@@ -92,21 +92,10 @@ func ParseHeaderNames(s string) ([]string, error) {
 		if name == "" {
 			return nil, fmt.Errorf("empty header name in %.60q", s)
 		}
-		if len(name) > 256 || !isHeaderToken(name) {
+		if !IsToken(name) {
 			return nil, fmt.Errorf("%.60q is not an HTTP header name", name)
 		}
 		out = append(out, http.CanonicalHeaderKey(name))
 	}
 	return out, nil
-}
-
-// isHeaderToken reports whether s is an HTTP token (RFC 9110 §5.6.2), as a
-// header name must be.
-func isHeaderToken(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
-			return false
-		}
-	}
-	return s != ""
 }

@@ -144,7 +144,7 @@ func FuzzParseHeaderNames(f *testing.F) {
 			t.Fatalf("%q parsed to %q, which parses to %q, %v", s, names, again, err)
 		}
 		for _, n := range names {
-			if !isHeaderToken(n) || http.CanonicalHeaderKey(n) != n {
+			if !IsToken(n) || http.CanonicalHeaderKey(n) != n {
 				t.Fatalf("%q gave name %q", s, n)
 			}
 		}

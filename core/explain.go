@@ -113,28 +113,6 @@ type Timeline struct {
 	Decider int
 }
 
-// Stop says why an explained request made no further attempt.
-type Stop uint8
-
-// The reasons to stop.
-const (
-	// StopAnswered: the last answer is not retried (a success, or a status
-	// such as 404).
-	StopAnswered Stop = iota + 1
-	// StopDeadline: a deadline (the TTL or the execution limit) cut the
-	// last attempt.
-	StopDeadline
-	// StopMaxAttempts: the last attempt was the last of MaxAttempts.
-	StopMaxAttempts
-	// StopNotSafe: the method is not retried after such an ending without
-	// a client Idempotency-Key.
-	StopNotSafe
-	// StopBackoff: the next backoff wait would outlast the deadline.
-	StopBackoff
-	// StopExpired: the time was over before the next attempt could start.
-	StopExpired
-)
-
 // Hint names settings that cannot nest.
 type Hint uint8
 
@@ -205,7 +183,7 @@ func Explain(p ExplainParams) Timeline {
 	}
 	t.Hints = explainHints(p, t)
 	pol := p.policy()
-	if p.hedges() {
+	if p.hedges(pol) {
 		return explainHedged(p, pol, t, b)
 	}
 	end, endCause := b.End()

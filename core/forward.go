@@ -149,7 +149,7 @@ func (f *Forwarder) Forward(ctx context.Context, req *Request) (*Result, error) 
 	defer f.RetryBudget.end()
 	hosts := f.Ejector.order(route, time.Now())
 	pol := f.policy(maxAttempts)
-	if maxAttempts > 1 && hedgeable(req) {
+	if maxAttempts > 1 && hedgeable(req, pol) {
 		return f.forwardHedged(ctx, streamCtx, streamCancel, rt, req, path, hosts, pol)
 	}
 	var attempts []Attempt
@@ -214,9 +214,7 @@ func (f *Forwarder) Forward(ctx context.Context, req *Request) (*Result, error) 
 			f.Stats.Retries.Add(1)
 		}
 		if wait > 0 {
-			if f.Observer != nil {
-				f.Observer.Backoff(ctx, n, time.Now(), wait)
-			}
+			f.observeBackoff(ctx, n, wait)
 			t := time.NewTimer(wait)
 			select {
 			case <-t.C:
@@ -227,6 +225,14 @@ func (f *Forwarder) Forward(ctx context.Context, req *Request) (*Result, error) 
 				return nil, &Error{Reason: ReasonClientGone, Attempts: attempts, Err: context.Cause(ctx)}
 			}
 		}
+	}
+}
+
+// observeBackoff reports to the Observer, if any, the wait d that starts
+// now, after attempt n.
+func (f *Forwarder) observeBackoff(ctx context.Context, n int, d time.Duration) {
+	if f.Observer != nil && d > 0 {
+		f.Observer.Backoff(ctx, n, time.Now(), d)
 	}
 }
 
@@ -371,9 +377,7 @@ func (f *Forwarder) deliver(ar *attemptResult, attempts []Attempt, route *Route,
 	}{}
 	sb := &d.sb
 	sb.body, sb.ctx, sb.cancel, sb.streamCancel, sb.idle, sb.stats = resp.Body, ar.ctx, ar.cancel, streamCancel, route.IdleTimeout, f.Stats
-	if route.FirstByteTimeout > 0 {
-		sb.timer = time.AfterFunc(route.FirstByteTimeout, sb.fire)
-	}
+	sb.left, sb.limited = route.FirstByteTimeout, route.FirstByteTimeout > 0
 	resp.Body = sb
 	d.res = Result{Response: resp, Attempts: attempts}
 	return &d.res
@@ -394,18 +398,25 @@ func (u *upgradeBody) Close() error {
 	return err
 }
 
-// streamBody is a response body read under the idle-gap limit.
+// streamBody is a response body read under the idle-gap limit: the
+// longest silence of the backend between the headers and the first body
+// byte (the route's FirstByteTimeout) and between two later bytes
+// (IdleTimeout). Its clock runs only while a Read waits on the backend:
+// the time the caller spends between two Reads, writing what it read to a
+// slow client, is not the backend's silence (CONTRACT §4).
 type streamBody struct {
 	body         io.ReadCloser
 	ctx          context.Context
 	cancel       context.CancelCauseFunc
 	streamCancel context.CancelFunc
-	idle         time.Duration
+	idle         time.Duration // the limit of the gaps after the first byte; zero: none
 	stats        *Stats
 
-	mu     sync.Mutex
-	timer  *time.Timer
-	closed bool
+	mu      sync.Mutex
+	timer   *time.Timer   // runs only during a Read
+	left    time.Duration // what the current gap has left, when limited
+	limited bool          // the current gap has a limit
+	closed  bool
 }
 
 func (s *streamBody) fire() {
@@ -413,13 +424,28 @@ func (s *streamBody) fire() {
 }
 
 func (s *streamBody) Read(p []byte) (int, error) {
-	n, err := s.body.Read(p)
-	if n > 0 && err == nil && s.idle > 0 { // nothing is awaited after the end
-		s.mu.Lock()
+	var start time.Time
+	s.mu.Lock()
+	if s.limited && !s.closed {
+		start = time.Now()
 		if s.timer == nil {
-			s.timer = time.AfterFunc(s.idle, s.fire)
-		} else if s.timer.Stop() {
-			s.timer.Reset(s.idle)
+			s.timer = time.AfterFunc(s.left, s.fire)
+		} else {
+			s.timer.Reset(s.left) // at once when nothing is left
+		}
+	}
+	s.mu.Unlock()
+	n, err := s.body.Read(p)
+	if !start.IsZero() {
+		s.mu.Lock()
+		// A timer that fired has cut the stream; one Close stopped leaves
+		// nothing to count.
+		if s.timer.Stop() {
+			if n > 0 {
+				s.left, s.limited = s.idle, s.idle > 0 // a new gap starts
+			} else {
+				s.left -= time.Since(start)
+			}
 		}
 		s.mu.Unlock()
 	}
@@ -470,18 +496,14 @@ func StreamCut(body io.Reader) error {
 	return nil
 }
 
-// hopHeaders are dropped in both directions (RFC 9110 §7.6.1).
-var hopHeaders = []string{
-	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
-	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
-}
-
-// RemoveHopHeaders deletes the hop-by-hop headers from h, including those
-// named by its Connection header.
+// RemoveHopHeaders deletes the hop-by-hop headers from h (isHopHeader),
+// including those named by its Connection header.
 func RemoveHopHeaders(h http.Header) {
 	removeConnectionNamed(h, h["Connection"])
-	for _, k := range hopHeaders {
-		delete(h, k) // already canonical: Del would canonicalise each again
+	for k := range h {
+		if isHopHeader(k) {
+			delete(h, k)
+		}
 	}
 }
 
@@ -497,7 +519,9 @@ func removeConnectionNamed(h http.Header, connection []string) {
 	}
 }
 
-// isHopHeader reports whether the canonical key k is one of hopHeaders.
+// isHopHeader reports whether the canonical key k is a hop-by-hop header,
+// dropped in both directions (RFC 9110 §7.6.1). This is the one list of
+// them.
 func isHopHeader(k string) bool {
 	switch k {
 	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",

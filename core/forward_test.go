@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -321,18 +323,27 @@ func TestForwardClientGone(t *testing.T) {
 }
 
 // TestForwardStream: a response whose headers arrive in time streams past
-// the TTL; an idle gap longer than the route's limit cuts it.
+// the TTL; an idle gap longer than the route's limit cuts it. Only the
+// backend's silence counts: a reader that pauses between reads (a relay
+// writing to a slow client) takes as long as it likes while the backend
+// always has data ready.
 func TestForwardStream(t *testing.T) {
+	const ready = 0
 	tests := []struct {
 		name    string
-		gaps    []time.Duration // before each chunk
+		gaps    []time.Duration // the backend's, before each chunk once the previous one is taken
+		pause   time.Duration   // the reader's, before each read after the first
 		idle    time.Duration
 		wantCut error
 		wantN   int
+		wantAt  time.Duration // when the body ends, from the headers
 	}{
-		{"outlives the TTL", []time.Duration{500 * time.Millisecond, 900 * time.Millisecond, 900 * time.Millisecond}, time.Second, nil, 3},
-		{"cut by the idle gap", []time.Duration{100 * time.Millisecond, 1500 * time.Millisecond}, time.Second, ErrIdleTimeout, 1},
-		{"no idle limit", []time.Duration{5 * time.Second}, 0, nil, 1},
+		{"outlives the TTL", []time.Duration{500 * time.Millisecond, 900 * time.Millisecond, 900 * time.Millisecond}, 0, time.Second, nil, 3, 2300 * time.Millisecond},
+		{"cut by the idle gap", []time.Duration{100 * time.Millisecond, 1500 * time.Millisecond}, 0, time.Second, ErrIdleTimeout, 1, 1100 * time.Millisecond},
+		{"cut before the first byte", []time.Duration{1500 * time.Millisecond}, 0, time.Second, ErrIdleTimeout, 0, time.Second},
+		{"no idle limit", []time.Duration{5 * time.Second}, 0, 0, nil, 1, 5 * time.Second},
+		{"a slow reader is not backend silence", []time.Duration{ready, ready, ready, ready, ready}, 2 * time.Second, time.Second, nil, 5, 10 * time.Second},
+		{"backend silence past the reader's pause is cut", []time.Duration{ready, 3500 * time.Millisecond}, 2 * time.Second, time.Second, ErrIdleTimeout, 1, 3 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -364,17 +375,41 @@ func TestForwardStream(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				data, rerr := io.ReadAll(res.Response.Body)
+				headers := time.Now()
+				var data []byte
+				var rerr error
+				buf := make([]byte, 64)
+				for {
+					if len(data) > 0 {
+						time.Sleep(tt.pause)
+					}
+					n, err := res.Response.Body.Read(buf)
+					data = append(data, buf[:n]...)
+					if err != nil {
+						if err != io.EOF {
+							rerr = err
+						}
+						break
+					}
+				}
+				at := time.Since(headers)
 				cut := StreamCut(res.Response.Body)
 				res.Response.Body.Close()
 				if got := strings.Count(string(data), "chunk"); got != tt.wantN {
 					t.Errorf("chunks = %d; want %d", got, tt.wantN)
 				}
+				if at != tt.wantAt {
+					t.Errorf("body ended after %v; want %v", at, tt.wantAt)
+				}
 				if !errors.Is(cut, tt.wantCut) || (tt.wantCut == nil) != (rerr == nil) {
 					t.Errorf("cut = %v, read err = %v; want cut %v", cut, rerr, tt.wantCut)
 				}
-				if tt.wantCut != nil && stats.StreamIdleCut.Load() != 1 {
-					t.Errorf("StreamIdleCut = %d; want 1", stats.StreamIdleCut.Load())
+				wantCuts := int64(0)
+				if tt.wantCut != nil {
+					wantCuts = 1
+				}
+				if got := stats.StreamIdleCut.Load(); got != wantCuts {
+					t.Errorf("StreamIdleCut = %d; want %d", got, wantCuts)
 				}
 			})
 		})
@@ -673,10 +708,11 @@ func BenchmarkConfinePath(b *testing.B) {
 	}
 }
 
-// TestIsHopHeader: the switch that skips hop-by-hop headers while copying
-// names exactly hopHeaders.
+// TestIsHopHeader: the hop-by-hop headers, in canonical form, and only
+// they.
 func TestIsHopHeader(t *testing.T) {
-	for _, k := range hopHeaders {
+	for _, k := range []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+		"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"} {
 		if !isHopHeader(k) {
 			t.Errorf("isHopHeader(%q) = false", k)
 		}
@@ -685,6 +721,18 @@ func TestIsHopHeader(t *testing.T) {
 		if isHopHeader(k) {
 			t.Errorf("isHopHeader(%q) = true", k)
 		}
+	}
+}
+
+// TestRemoveHopHeaders: the hop-by-hop headers go, with those the
+// Connection header names; end-to-end ones stay.
+func TestRemoveHopHeaders(t *testing.T) {
+	h := http.Header{"Connection": {"close, X-Private"}, "Keep-Alive": {"timeout=5"}, "Transfer-Encoding": {"chunked"},
+		"Te": {"trailers"}, "Upgrade": {"websocket"}, "X-Private": {"1"}, "Content-Type": {"text/plain"}, "Etag": {`"x"`}}
+	RemoveHopHeaders(h)
+	got := slices.Sorted(maps.Keys(h))
+	if want := []string{"Content-Type", "Etag"}; !slices.Equal(got, want) {
+		t.Errorf("headers left = %v; want %v", got, want)
 	}
 }
 

@@ -28,24 +28,13 @@ const OutcomeCancelled Outcome = "cancelled"
 var errHedgeLost = errors.New("another hedged attempt answered first")
 
 // hedgeable reports whether req may hedge: its route asks for it, the
-// request may be sent twice (a safe method, or a client Idempotency-Key),
-// its body is buffered, it is not an upgrade, and a Timeout bounds its
-// attempts.
-func hedgeable(req *Request) bool {
+// request may be sent twice (pol.MaySendTwice), its body is buffered, it
+// is not an upgrade, and a Timeout bounds its attempts.
+func hedgeable(req *Request, pol RetryPolicy) bool {
 	if !req.Route.HedgeOnPerTryTimeout || req.BodyStream != nil || req.Upgrade != "" || req.Budget.Timeout <= 0 {
 		return false
 	}
-	return maySendTwice(req.Method, req.ClientKey)
-}
-
-// maySendTwice reports whether a request may run two attempts at once: a
-// safe method, or a client Idempotency-Key. Forward and Explain both ask.
-func maySendTwice(method string, clientKey bool) bool {
-	switch method {
-	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
-		return true
-	}
-	return clientKey
+	return pol.MaySendTwice(req.Method, req.ClientKey)
 }
 
 // hedgeSlot is one attempt of a hedged request, owned by the loop.
@@ -143,6 +132,7 @@ func (f *Forwarder) forwardHedged(ctx, streamCtx context.Context, streamCancel c
 				}
 				ar.close()
 				perTry.Stop()
+				f.observeBackoff(ctx, n, w)
 				wait = time.NewTimer(w)
 				waitC = wait.C
 				continue

@@ -9,10 +9,10 @@ import "time"
 // cancels the rest; the latest attempt's Timeout, when nothing may follow,
 // ends the request; the TTL and the execution limit cut every attempt.
 
-// hedges reports whether an explained request hedges, as hedgeable does
-// for a real one.
-func (p *ExplainParams) hedges() bool {
-	return p.Hedge && p.Timeout > 0 && p.MaxAttempts >= 2 && maySendTwice(p.Method, p.ClientKey)
+// hedges reports whether an explained request hedges under pol, as
+// hedgeable does for a real one.
+func (p *ExplainParams) hedges(pol RetryPolicy) bool {
+	return p.Hedge && p.Timeout > 0 && p.MaxAttempts >= 2 && pol.MaySendTwice(p.Method, p.ClientKey)
 }
 
 // explainHedged is Explain for a hedged request.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -244,4 +245,80 @@ func TestForwardHedgedStreamedBody(t *testing.T) {
 			t.Errorf("hosts tried = %v; a streamed body cannot hedge", got)
 		}
 	})
+}
+
+// backoffObserver is an Observer that records the backoff waits it is told
+// of, as "after attempt n at <offset>: <wait>".
+type backoffObserver struct {
+	mu    sync.Mutex
+	start time.Time
+	waits []string
+}
+
+var _ Observer = (*backoffObserver)(nil)
+
+func (o *backoffObserver) Backoff(_ context.Context, n int, start time.Time, d time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.waits = append(o.waits, "after attempt "+strconv.Itoa(n)+" at "+start.Sub(o.start).String()+": "+d.String())
+}
+
+func (*backoffObserver) EndRequest(context.Context, RequestEnd) {}
+func (*backoffObserver) StartAttempt(context.Context, AttemptStart, http.Header) func(Attempt) {
+	return func(Attempt) {}
+}
+func (*backoffObserver) TraceContext(context.Context) string { return "" }
+func (*backoffObserver) StartHandoff(ctx context.Context) (context.Context, func(string, error)) {
+	return ctx, func(string, error) {}
+}
+func (*backoffObserver) StartContinuation(ctx context.Context, _, _ string, _ int) (context.Context, func()) {
+	return ctx, func() {}
+}
+func (*backoffObserver) StartResultWrite(context.Context, string) func(error) { return func(error) {} }
+
+// TestForwardReportsBackoff: the sequential and the hedged loop both tell
+// the Observer of each backoff wait they start (a span in infra/otel), and
+// of none when there is no wait.
+func TestForwardReportsBackoff(t *testing.T) {
+	type rep = struct {
+		after  time.Duration
+		status int
+	}
+	tests := []struct {
+		name        string
+		hedge       bool
+		backoff     time.Duration
+		wantWaits   string
+		wantElapsed time.Duration
+	}{
+		{"sequential", false, 100 * time.Millisecond, "after attempt 1 at 200ms: 100ms", 600 * time.Millisecond},
+		{"hedged", true, 100 * time.Millisecond, "after attempt 1 at 200ms: 100ms", 600 * time.Millisecond},
+		{"sequential, no wait", false, 0, "", 500 * time.Millisecond},
+		{"hedged, no wait", true, 0, "", 500 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				now := time.Now()
+				log := &backendLog{start: now}
+				sc := script{"a": rep{200 * time.Millisecond, 503}, "b": rep{300 * time.Millisecond, 200}}
+				obs := &backoffObserver{start: now}
+				f := &Forwarder{Transport: &stubRT{fn: sc.rt(log)}, BackoffBase: tt.backoff, Jitter: worstJitter, Observer: obs}
+				req := &Request{Method: "GET", Path: "/x", Header: http.Header{},
+					Route:  &Route{Hosts: mustHosts(t, "a", "b"), MaxAttempts: 2, HedgeOnPerTryTimeout: tt.hedge},
+					Budget: Budget{Arrival: now, TTL: now.Add(10 * time.Second), Timeout: time.Second}}
+				res, err := f.Forward(context.Background(), req)
+				if err != nil {
+					t.Fatalf("Forward: %v", err)
+				}
+				res.Response.Body.Close()
+				if res.Response.StatusCode != 200 || time.Since(now) != tt.wantElapsed {
+					t.Errorf("answer %d after %v; want 200 after %v", res.Response.StatusCode, time.Since(now), tt.wantElapsed)
+				}
+				if got := strings.Join(obs.waits, "|"); got != tt.wantWaits {
+					t.Errorf("backoff waits reported = %q; want %q", got, tt.wantWaits)
+				}
+			})
+		})
+	}
 }

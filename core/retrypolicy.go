@@ -33,6 +33,33 @@ type AttemptEnding struct {
 	Refused bool
 }
 
+// Stop says why no attempt follows an attempt: the rules' verdict (Next),
+// or a wait or a deadline that leaves no time for one. Forward, the hedged
+// loop and Explain all stop for these reasons; Explain reports them
+// (Timeline.Stop).
+type Stop uint8
+
+// The reasons to stop.
+const (
+	// StopAnswered: the last answer is not retried (a success, or a status
+	// such as 404).
+	StopAnswered Stop = iota + 1
+	// StopDeadline: a deadline (the TTL or the execution limit) cut the
+	// last attempt.
+	StopDeadline
+	// StopMaxAttempts: the last attempt was the last of MaxAttempts.
+	StopMaxAttempts
+	// StopNotSafe: the method is not retried after such an ending without
+	// a client Idempotency-Key.
+	StopNotSafe
+	// StopBackoff: the next backoff wait would outlast the deadline
+	// (Fits).
+	StopBackoff
+	// StopExpired: the time was over before the next attempt could start
+	// (Expired).
+	StopExpired
+)
+
 // Next says why no attempt follows attempt n of a request with method and
 // ClientKey clientKey that ended as e, or 0 when the rules allow another
 // one (its wait still has to fit: Fits). StopAnswered is an answer that is
@@ -59,6 +86,18 @@ func (p RetryPolicy) Next(n int, method string, clientKey bool, e AttemptEnding)
 		return StopNotSafe
 	}
 	return 0
+}
+
+// MaySendTwice reports whether a request with method and ClientKey
+// clientKey may run two attempts at once (hedging): a safe method, or a
+// client Idempotency-Key. PUT and DELETE, retried after a timeout, are not
+// sent twice at once without one.
+func (RetryPolicy) MaySendTwice(method string, clientKey bool) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	return clientKey
 }
 
 // Wait returns the wait before the attempt after attempt n: the jittered

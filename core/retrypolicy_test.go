@@ -112,3 +112,29 @@ func TestRetryPolicyEnding(t *testing.T) {
 		t.Errorf("Expired(TTL) = %v %q, then %v %q: want TTLExpired, saying whether any attempt started", first.Reason, first.Message, later.Reason, later.Message)
 	}
 }
+
+// TestRetryPolicyMaySendTwice: only safe methods, or any method with a
+// client Idempotency-Key, run two attempts at once.
+func TestRetryPolicyMaySendTwice(t *testing.T) {
+	tests := []struct {
+		method    string
+		clientKey bool
+		want      bool
+	}{
+		{http.MethodGet, false, true},
+		{http.MethodHead, false, true},
+		{http.MethodOptions, false, true},
+		{http.MethodTrace, false, true},
+		{http.MethodPut, false, false},
+		{http.MethodDelete, false, false},
+		{http.MethodPost, false, false},
+		{http.MethodPatch, false, false},
+		{http.MethodPost, true, true},
+		{http.MethodPut, true, true},
+	}
+	for _, tt := range tests {
+		if got := (RetryPolicy{}).MaySendTwice(tt.method, tt.clientKey); got != tt.want {
+			t.Errorf("MaySendTwice(%s, clientKey %v) = %v; want %v", tt.method, tt.clientKey, got, tt.want)
+		}
+	}
+}

@@ -89,7 +89,7 @@ func (a *BackendAuth) validate() error {
 	}
 	if h := a.ClientAuthorizationHeader; h != "" {
 		ck := http.CanonicalHeaderKey(h)
-		if !headerToken(h) || ck == "Authorization" || isHopHeader(ck) || strings.HasPrefix(ck, "S7p") || strings.HasPrefix(ck, "X-Amz-") {
+		if !IsToken(h) || ck == "Authorization" || isHopHeader(ck) || strings.HasPrefix(ck, "S7p") || strings.HasPrefix(ck, "X-Amz-") {
 			return fmt.Errorf("clientAuthorizationHeader %q: want a header name other than Authorization, hop-by-hop, S7P* and X-Amz-* headers, such as X-Client-Authorization", h)
 		}
 	}
@@ -102,19 +102,6 @@ func awsName(s string) bool {
 	}
 	for _, c := range s {
 		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
-// headerToken reports whether s is an HTTP token (RFC 9110 §5.6.2).
-func headerToken(s string) bool {
-	if s == "" || len(s) > 128 {
-		return false
-	}
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", c)) {
 			return false
 		}
 	}

@@ -19,6 +19,8 @@ import (
 
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/config"
+
+	"fngateway/core"
 )
 
 // runCheck is `functions check [flags] <URL>`: it probes a deployed
@@ -83,7 +85,7 @@ func (f *headerFlags) String() string { return "" }
 func (f *headerFlags) Set(s string) error {
 	name, value, ok := strings.Cut(s, ":")
 	name = strings.TrimSpace(name)
-	if !ok || !checkToken(name) {
+	if !ok || !core.IsToken(name) {
 		return errors.New(`want "Name: value"`)
 	}
 	f.h.Add(name, strings.TrimSpace(value))
@@ -138,7 +140,7 @@ func parseCheckArgs(args []string, stdout io.Writer) (*checkConfig, int, error) 
 	c := &checkConfig{base: base, method: strings.ToUpper(strings.TrimSpace(*method)), headers: hdr.h,
 		tolerance: *tolerance, async: *async, profile: strings.TrimSpace(*profile), wait: *wait, timeout: *timeout,
 		sigv4: *sigv4, region: strings.TrimSpace(*region)}
-	if !checkToken(c.method) {
+	if !core.IsToken(c.method) {
 		return nil, 2, fmt.Errorf("--method %q: want an HTTP method such as GET or POST", *method)
 	}
 	for _, p := range []struct {
@@ -514,17 +516,4 @@ func (ch *checker) asyncResult(ctx context.Context, what string, acc checkAnswer
 	}
 	r.ok, r.detail = true, head+fmt.Sprintf("%d, %d bytes of result", s.status, len(s.body))
 	return r
-}
-
-// checkToken reports whether s is an HTTP token (a method or header name).
-func checkToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		if c <= ' ' || c >= 0x7f || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, c) {
-			return false
-		}
-	}
-	return true
 }

@@ -145,7 +145,7 @@ func explainCmd(args []string, env func(string) (string, bool), now time.Time, s
 		return explainBad(stderr, "attempts", *attempts, err.Error())
 	}
 	p.Method = strings.ToUpper(strings.TrimSpace(*method))
-	if !explainToken(p.Method) {
+	if !core.IsToken(p.Method) {
 		return explainBad(stderr, "method", *method, "want an HTTP method such as GET or POST")
 	}
 	p.ClientKey = *idemKey
@@ -204,18 +204,6 @@ func (r *explainResolver) value(flagName, text, setting string, dst interface{ D
 func explainBad(stderr io.Writer, flagName, value, want string) int {
 	fmt.Fprintf(stderr, "explain: --%s %q: %s\n", flagName, value, want)
 	return 2
-}
-
-func explainToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		if c < 'A' || c > 'Z' {
-			return false
-		}
-	}
-	return true
 }
 
 func explainAttemptsText(n int, from string) string {

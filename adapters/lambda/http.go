@@ -86,7 +86,7 @@ func newRequest(ctx context.Context, event []byte) (*http.Request, error) {
 		return nil, fmt.Errorf("%w: %v", ErrBadEvent, err)
 	}
 	method := e.RequestContext.HTTP.Method
-	if method == "" || strings.ContainsFunc(method, func(r rune) bool { return r <= ' ' || r >= 0x7f || strings.ContainsRune("()<>@,;:\\\"/[]?={}", r) }) {
+	if !core.IsToken(method) {
 		return nil, fmt.Errorf("%w: requestContext.http.method %q is not an HTTP method", ErrBadEvent, method)
 	}
 	target := escapeRawPath(e.RawPath)
@@ -124,7 +124,7 @@ func newRequest(ctx context.Context, event []byte) (*http.Request, error) {
 		TLS: &tls.ConnectionState{},
 	}).WithContext(core.WithCaller(ctx, e.callerIdentity()))
 	for k, v := range e.Headers {
-		if !validHeaderName(k) {
+		if !core.IsToken(k) {
 			return nil, fmt.Errorf("%w: header name %q", ErrBadEvent, k)
 		}
 		r.Header[textproto.CanonicalMIMEHeaderKey(k)] = []string{v}
@@ -208,18 +208,6 @@ func dropPlatformHop(h http.Header, sourceIP string) {
 	} else {
 		h["X-Forwarded-For"] = []string{rest}
 	}
-}
-
-func validHeaderName(k string) bool {
-	if k == "" {
-		return false
-	}
-	for _, c := range []byte(k) {
-		if c <= ' ' || c >= 0x7f || strings.IndexByte("()<>@,;:\\\"/[]?={}", c) >= 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // serveHTTP answers an HTTP event through the HTTP face, and calls done

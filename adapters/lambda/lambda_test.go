@@ -156,6 +156,7 @@ func TestHTTPBadEvents(t *testing.T) {
 		{"bad method", `{"version":"2.0","rawPath":"/","requestContext":{"http":{"method":"GE T"}}}`, "not an HTTP method"},
 		{"relative path", `{"version":"2.0","rawPath":"a/b","requestContext":{"http":{"method":"GET"}}}`, "not a request target"},
 		{"bad header name", `{"version":"2.0","rawPath":"/","headers":{"a b":"1"},"requestContext":{"http":{"method":"GET"}}}`, "header name"},
+		{"header name past the token cap", `{"version":"2.0","rawPath":"/","headers":{"` + strings.Repeat("a", core.MaxTokenLen+1) + `":"1"},"requestContext":{"http":{"method":"GET"}}}`, "header name"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
