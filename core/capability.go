@@ -195,7 +195,7 @@ func (r *Route) Admit(method string, header http.Header, rawQuery string) *Error
 		}
 	}
 	if len(refused) > 0 {
-		if why == "" || len(refused) > 1 {
+		if r.Auth != nil && (why == "" || len(refused) > 1) {
 			why = "a route with auth (" + rule.name + ") passes x-amz-* and x-ms-* headers only when its allowHeaders names them"
 		}
 		return notAllowed(ReasonHeaderNotAllowed, "header", refused, why)

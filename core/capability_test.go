@@ -43,6 +43,9 @@ func TestAdmit(t *testing.T) {
 		{name: "no auth, methods", route: `{"prefix":"/a","methods":["GET"]}`, method: "POST", want: ReasonMethodNotAllowed, names: []string{"POST"}},
 		{name: "no auth, methods, method override", route: `{"prefix":"/a","methods":["GET"]}`, method: "GET",
 			header: map[string]string{"X-Http-Method-Override": "DELETE"}, want: ReasonHeaderNotAllowed, names: []string{"X-Http-Method-Override"}},
+		{name: "no auth, methods, two method overrides", route: `{"prefix":"/a","methods":["GET"]}`, method: "GET",
+			header: map[string]string{"X-Http-Method-Override": "DELETE", "X-Method-Override": "DELETE"}, want: ReasonHeaderNotAllowed,
+			names: []string{"X-Http-Method-Override", "X-Method-Override"}},
 		{name: "signed GET", route: `{"prefix":"/a",` + s3Auth + `}`, method: "GET",
 			header: map[string]string{"Range": "bytes=0-1", "X-Amz-Date": "x", "X-Amz-Content-Sha256": "y", "X-Amz-Security-Token": "z"},
 			query:  "response-content-type=text/plain"},
@@ -121,6 +124,9 @@ func TestAdmit(t *testing.T) {
 				if !strings.Contains(e.Message, strconv.Quote(n)) {
 					t.Errorf("message %q does not name %q", e.Message, n)
 				}
+			}
+			if strings.Contains(e.Message, "()") {
+				t.Errorf("message %q names an empty rule", e.Message)
 			}
 			if tt.want == ReasonMethodNotAllowed && (len(na.Allow) == 0 || e.HTTPStatus() != 405) {
 				t.Errorf("405: Allow %q, status %d", na.Allow, e.HTTPStatus())
