@@ -62,6 +62,13 @@ const (
 	// ReasonBackendAuthFailed: the route's backend credential (auth)
 	// could not be had; nothing was sent: 502.
 	ReasonBackendAuthFailed
+	// ReasonMethodNotAllowed: a method the route does not allow
+	// (Route.Admit): 405.
+	ReasonMethodNotAllowed
+	// ReasonHeaderNotAllowed and ReasonQueryNotAllowed: a client header or
+	// query parameter a route with auth does not pass (Route.Admit): 400.
+	ReasonHeaderNotAllowed
+	ReasonQueryNotAllowed
 )
 
 // Code returns the contract's error code for r.
@@ -101,6 +108,12 @@ func (r Reason) Code() string {
 		return "Canceled"
 	case ReasonBackendAuthFailed:
 		return "BackendAuthFailed"
+	case ReasonMethodNotAllowed:
+		return "MethodNotAllowed"
+	case ReasonHeaderNotAllowed:
+		return "HeaderNotAllowed"
+	case ReasonQueryNotAllowed:
+		return "QueryNotAllowed"
 	}
 	return "Internal"
 }
@@ -110,8 +123,10 @@ func (r Reason) Code() string {
 // This is CONTRACT §5's table, kept in core because async results record it.
 func (r Reason) Status(attempted bool) int {
 	switch r {
-	case ReasonInvalidTTL, ReasonInvalidTimeout, ReasonInvalidPath, ReasonInvalidBody:
+	case ReasonInvalidTTL, ReasonInvalidTimeout, ReasonInvalidPath, ReasonInvalidBody, ReasonHeaderNotAllowed, ReasonQueryNotAllowed:
 		return http.StatusBadRequest
+	case ReasonMethodNotAllowed:
+		return http.StatusMethodNotAllowed
 	case ReasonRequestTimeout:
 		return http.StatusRequestTimeout
 	case ReasonUpgradeUnsupported:

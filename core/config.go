@@ -334,6 +334,16 @@ type Route struct {
 	// Auth, if set, is the backend credential every attempt carries
 	// (see BackendAuth and Forwarder.Authorizers).
 	Auth *BackendAuth
+	// Methods, if set, are the only methods the route allows; nil means
+	// GET and HEAD on a route with Auth, every method otherwise (see
+	// Admit).
+	Methods []string
+	// AllowHeaders and AllowQuery name the client headers of a control
+	// namespace (x-amz-*, x-ms-*; "x-amz-meta-*" for a prefix) and the
+	// query parameters ("name" or "name=value") a route with Auth lets
+	// through beyond its service's rule (see Admit).
+	AllowHeaders []string
+	AllowQuery   []string
 }
 
 // routeJSON is the wire form of a Route in the Routes setting.
@@ -352,6 +362,10 @@ type routeJSON struct {
 	EjectAfterFailures   *int64       `json:"ejectAfterFailures"`
 	EjectForMs           *int64       `json:"ejectForMs"`
 	Auth                 *BackendAuth `json:"auth"`
+	// The capability: what a client may ask of the route (capability.go).
+	Methods      []string `json:"methods"`
+	AllowHeaders []string `json:"allowHeaders"`
+	AllowQuery   []string `json:"allowQuery"`
 }
 
 // Routes is the JSON array of the Routes setting.

@@ -3,6 +3,7 @@ package core
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -200,6 +201,7 @@ func FuzzParseRoutes(f *testing.F) {
 	f.Add(`[{"prefix":"/a","hedgeOnPerTryTimeout":true,"ejectAfterFailures":0,"ejectForMs":100,"auth":{"type":"entra","scope":"https://x/.default","clientAuthorizationHeader":"X-Client-Auth"}}]`)
 	f.Add(`[{"prefix":"/s3","ejectAfterFailures":3,"auth":{"type":"sigv4","service":"s3","region":"eu-west-1"}}]`)
 	f.Add(`[{"prefix":"/a"},{"prefix":"/a"}]`)
+	f.Add(`[{"prefix":"/s3","methods":["GET","PUT"],"allowHeaders":["x-amz-meta-*"],"allowQuery":["tagging","comp=list"],"auth":{"type":"sigv4","service":"s3","region":"eu-west-1"}}]`)
 	f.Add(`{"x":1}`)
 	f.Fuzz(func(t *testing.T, in string) {
 		rs, err := ParseRoutes([]byte(in))
@@ -249,6 +251,11 @@ func FuzzParseRoutes(f *testing.F) {
 				}
 				m["auth"] = r.Auth
 			}
+			for k, v := range map[string][]string{"methods": r.Methods, "allowHeaders": r.AllowHeaders, "allowQuery": r.AllowQuery} {
+				if v != nil {
+					m[k] = v
+				}
+			}
 			wire = append(wire, m)
 		}
 		if wire == nil {
@@ -265,7 +272,8 @@ func FuzzParseRoutes(f *testing.F) {
 		for i := range rs {
 			if back[i].Prefix != rs[i].Prefix || back[i].Hosts.String() != rs[i].Hosts.String() || back[i].MaxAttempts != rs[i].MaxAttempts ||
 				back[i].HedgeOnPerTryTimeout != rs[i].HedgeOnPerTryTimeout || back[i].EjectAfterFailures != rs[i].EjectAfterFailures ||
-				back[i].EjectFor != rs[i].EjectFor || (back[i].Auth == nil) != (rs[i].Auth == nil) || back[i].Auth != nil && *back[i].Auth != *rs[i].Auth {
+				back[i].EjectFor != rs[i].EjectFor || (back[i].Auth == nil) != (rs[i].Auth == nil) || back[i].Auth != nil && *back[i].Auth != *rs[i].Auth ||
+				!slices.Equal(back[i].Methods, rs[i].Methods) || !slices.Equal(back[i].AllowHeaders, rs[i].AllowHeaders) || !slices.Equal(back[i].AllowQuery, rs[i].AllowQuery) {
 				t.Fatalf("route %d: %+v after round trip; want %+v", i, back[i], rs[i])
 			}
 		}

@@ -133,6 +133,10 @@ func (f *Forwarder) Forward(ctx context.Context, req *Request) (*Result, error) 
 		f.Stats.countEnd(ReasonInvalidPath)
 		return nil, &Error{Reason: ReasonInvalidPath, Message: "path " + strconv.Quote(trimText(req.Path)) + ": " + err.Error(), Err: err}
 	}
+	if e := req.Route.Admit(req.Method, req.Header, req.RawQuery); e != nil {
+		f.Stats.countEnd(e.Reason) // what the route does not allow is never sent (capability.go)
+		return nil, e
+	}
 	b := req.Budget
 	route := req.Route
 	// The stream context carries the execution limit for the whole

@@ -9,7 +9,8 @@ import (
 )
 
 // parsePolicy reads a route's upstream policy fields (CONTRACT §4):
-// hedgeOnPerTryTimeout, ejectAfterFailures, ejectForMs and auth.
+// hedgeOnPerTryTimeout, ejectAfterFailures, ejectForMs, auth, and the
+// capability that goes with auth: methods, allowHeaders, allowQuery.
 func (r *Route) parsePolicy(rj *routeJSON) error {
 	r.HedgeOnPerTryTimeout = rj.HedgeOnPerTryTimeout
 	if p := rj.EjectAfterFailures; p != nil {
@@ -35,7 +36,7 @@ func (r *Route) parsePolicy(rj *routeJSON) error {
 		a := *rj.Auth
 		r.Auth = &a
 	}
-	return nil
+	return r.parseCapability(rj)
 }
 
 // The auth types of a route (CONTRACT §4).

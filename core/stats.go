@@ -25,7 +25,7 @@ type Stats struct {
 	EndFunctionLimit      atomic.Int64
 	EndBackendUnavailable atomic.Int64
 	EndClientGone         atomic.Int64
-	EndBadRequest         atomic.Int64 // InvalidTTL, InvalidTimeout, InvalidPath, UpgradeUnsupported
+	EndBadRequest         atomic.Int64 // InvalidTTL, InvalidTimeout, InvalidPath, UpgradeUnsupported, MethodNotAllowed, HeaderNotAllowed, QueryNotAllowed
 	EndRequestTimeout     atomic.Int64 // the client's body did not arrive in time (408)
 
 	// Streams aborted after their headers were sent.
@@ -91,7 +91,8 @@ func (s *Stats) countEnd(r Reason) {
 		s.EndBackendUnavailable.Add(1)
 	case ReasonClientGone:
 		s.EndClientGone.Add(1)
-	case ReasonInvalidTTL, ReasonInvalidTimeout, ReasonInvalidPath, ReasonUpgradeUnsupported, ReasonInvalidBody:
+	case ReasonInvalidTTL, ReasonInvalidTimeout, ReasonInvalidPath, ReasonUpgradeUnsupported, ReasonInvalidBody,
+		ReasonMethodNotAllowed, ReasonHeaderNotAllowed, ReasonQueryNotAllowed:
 		s.EndBadRequest.Add(1)
 	case ReasonRequestTimeout:
 		s.EndRequestTimeout.Add(1)

@@ -57,7 +57,7 @@ func TestSigV4ToVersitygw(t *testing.T) {
 	env := func(secret string) map[string]string {
 		return map[string]string{
 			"Hosts":                     v.Endpoint(),
-			"Routes":                    `[{"prefix":"/gwbucket","auth":{"type":"sigv4","service":"s3","region":"` + emulators.VersitygwRegion + `"}}]`,
+			"Routes":                    `[{"prefix":"/gwbucket","methods":["GET","HEAD","PUT"],"auth":{"type":"sigv4","service":"s3","region":"` + emulators.VersitygwRegion + `"}}]`,
 			"MaxRetryBodyBytes":         "64",
 			"AWS_ACCESS_KEY_ID":         emulators.VersitygwAccessKey,
 			"AWS_SECRET_ACCESS_KEY":     secret,
@@ -123,7 +123,8 @@ func TestEntraToAzurite(t *testing.T) {
 		t.Fatal(err)
 	}
 	blob := "https://127.0.0.1:" + u.Port()
-	routes := `[{"prefix":"/devstoreaccount1","hosts":["` + blob + `"],"auth":{"type":"entra","scope":"https://storage.azure.com/.default"}}]`
+	routes := `[{"prefix":"/devstoreaccount1","hosts":["` + blob + `"],"methods":["GET","HEAD","PUT"],"allowHeaders":["x-ms-blob-type"],` +
+		`"allowQuery":["restype=container"],"auth":{"type":"entra","scope":"https://storage.azure.com/.default"}}]`
 	gw := StartGateway(t, map[string]string{
 		"Hosts":             blob,
 		"Routes":            routes,
@@ -157,7 +158,7 @@ func TestEntraToAzurite(t *testing.T) {
 	identity.Close()
 	down := StartGateway(t, map[string]string{
 		"Hosts":             backend.URL,
-		"Routes":            `[{"prefix":"/m","auth":{"type":"entra","scope":"https://cognitiveservices.azure.com/.default"}}]`,
+		"Routes":            `[{"prefix":"/m","methods":["POST"],"auth":{"type":"entra","scope":"https://cognitiveservices.azure.com/.default"}}]`,
 		"IDENTITY_ENDPOINT": identity.URL + "/msi/token",
 		"IDENTITY_HEADER":   "the-identity-header",
 	})

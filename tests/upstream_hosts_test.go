@@ -27,7 +27,7 @@ func TestLambdaHedgeAndSigV4(t *testing.T) {
 	second := newRecordingBackend(t, "second", 600*time.Millisecond)
 	v := emulators.StartVersitygw(t)
 	routes := fmt.Sprintf(`[{"prefix":"/h","hosts":[%q,%q],"timeoutMs":%d,"hedgeOnPerTryTimeout":true},`+
-		`{"prefix":"/lambdabucket","hosts":[%q],"auth":{"type":"sigv4","service":"s3","region":%q}}]`,
+		`{"prefix":"/lambdabucket","hosts":[%q],"methods":["GET","HEAD","PUT"],"auth":{"type":"sigv4","service":"s3","region":%q}}]`,
 		first.URL, second.URL, timeout.Milliseconds(), v.Endpoint(), emulators.VersitygwRegion)
 	f := startFunction(t, binary, map[string]string{"Hosts": second.URL, "Routes": routes, "AWS_LAMBDA_FUNCTION_TIMEOUT": "10",
 		"AWS_ACCESS_KEY_ID": emulators.VersitygwAccessKey, "AWS_SECRET_ACCESS_KEY": emulators.VersitygwSecretKey,
@@ -96,7 +96,8 @@ func TestAzureFunctionsHedgeAndEntra(t *testing.T) {
 	}
 	blob := "https://127.0.0.1:" + u.Port()
 	routes := fmt.Sprintf(`[{"prefix":"/h","hosts":[%q,%q],"timeoutMs":%d,"hedgeOnPerTryTimeout":true},`+
-		`{"prefix":"/devstoreaccount1","hosts":[%q],"auth":{"type":"entra","scope":"https://storage.azure.com/.default"}}]`,
+		`{"prefix":"/devstoreaccount1","hosts":[%q],"methods":["GET","HEAD","PUT"],"allowHeaders":["x-ms-blob-type"],"allowQuery":["restype=container"],`+
+		`"auth":{"type":"entra","scope":"https://storage.azure.com/.default"}}]`,
 		first.URL, second.URL, timeout.Milliseconds(), blob)
 	g := StartAzureHandler(t, map[string]string{"Hosts": second.URL, "Routes": routes,
 		"IDENTITY_ENDPOINT": identity.URL + "/msi/token", "IDENTITY_HEADER": "azure-identity-header", "SSL_CERT_FILE": az.CertFile()})

@@ -176,6 +176,9 @@ func (h *Handler) prepare(w http.ResponseWriter, r *http.Request, route *core.Ro
 	if _, err := core.ConfinePath(path); err != nil {
 		return nil, nil, &core.Error{Reason: core.ReasonInvalidPath, Message: "path " + strconv.Quote(trim(path)) + ": " + err.Error()}
 	}
+	if e := route.Admit(r.Method, r.Header, r.URL.RawQuery); e != nil {
+		return nil, nil, e // before the body is read, and before async
+	}
 	upgrade := upgradeType(r.Header)
 	if upgrade != "" && !h.Host.Upgrade {
 		return nil, nil, &core.Error{Reason: core.ReasonUpgradeUnsupported,
@@ -412,6 +415,10 @@ func (h *Handler) fail(w http.ResponseWriter, e *core.Error, lg *requestLog) {
 	if e.Reason == core.ReasonRequestTimeout || e.Reason == core.ReasonInvalidBody {
 		// The rest of the body is unread: the connection cannot be reused.
 		hdr.Set("Connection", "close")
+	}
+	var na *core.NotAllowedError
+	if e.Reason == core.ReasonMethodNotAllowed && errors.As(e, &na) {
+		hdr.Set("Allow", strings.Join(na.Allow, ", "))
 	}
 	hdr.Set("Content-Type", "application/json")
 	hdr.Set("X-Gateway-Error", e.Reason.Code())
