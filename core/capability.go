@@ -372,7 +372,7 @@ func (r *Route) checkAllowHeader(h string) error {
 	name, prefix := strings.CutSuffix(h, "*")
 	n := headerKey(name)
 	switch {
-	case !headerToken(name):
+	case !IsToken(name):
 		return errors.New("want a header name, or a prefix ending in -*, such as x-amz-meta-*")
 	case !guarded(n):
 		return errors.New("want an x-amz-* or x-ms-* header: other headers pass anyway")
