@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"net/url"
 	"reflect"
 	"slices"
@@ -497,7 +498,7 @@ func ParseProfiles(data []byte) (Profiles, error) {
 		if _, dup := out[p.UserID]; dup {
 			return nil, fmt.Errorf("profile %d: userId %q appears twice", i, p.UserID)
 		}
-		if c := p.Async.ContainerName; c != "" && !validContainer(c) {
+		if c := p.Async.ContainerName; c != "" && !ValidContainer(c) {
 			return nil, fmt.Errorf("profile %q: async-config.containername %q: want 3-63 lowercase letters, digits and single hyphens", p.UserID, c)
 		}
 		out[p.UserID] = p
@@ -516,9 +517,10 @@ type TopicChecker interface {
 
 // ValidateTopics checks every profile's async-config.topic against n, so
 // that a topic the store cannot accept stops the start-up instead of
-// losing every notification. A Notifier that is not a TopicChecker accepts
-// every topic. The error is a *SettingError naming UserProfiles.
-func (p Profiles) ValidateTopics(n Notifier) error {
+// losing every notification. n is the async engine's notifier; one that is
+// not a TopicChecker (or nil) accepts every topic. The error is a
+// *SettingError naming UserProfiles.
+func (p Profiles) ValidateTopics(n any) error {
 	tc, ok := n.(TopicChecker)
 	if !ok {
 		return nil
@@ -541,7 +543,10 @@ func (p Profiles) ValidateTopics(n Notifier) error {
 	return nil
 }
 
-func validContainer(s string) bool {
+// ValidContainer reports whether s is a valid container name: 3 to 63
+// lowercase letters, digits and single hyphens, neither first nor last (an
+// Azure container's rules, which S3 prefixes and directories also meet).
+func ValidContainer(s string) bool {
 	if len(s) < 3 || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' || strings.Contains(s, "--") {
 		return false
 	}
@@ -609,6 +614,10 @@ func (s *Settings) Validate(limit time.Duration, explicit func(name string) bool
 	return nil
 }
 
+// DefaultMaxContinuations is MaxContinuations' default: the continuations
+// one instance works on at once.
+const DefaultMaxContinuations = 16
+
 // ContinuationsPerProfile returns MaxContinuationsPerProfile, or, when it
 // is not set, half of MaxContinuations rounded up (MaxContinuations'
 // default when that is not set either).
@@ -635,6 +644,35 @@ func (h *HeaderNames) Decode(s string) error {
 	}
 	*h = names
 	return nil
+}
+
+// ParseHeaderNames parses a comma-separated list of HTTP header names
+// (IdempotencyScopeHeaders), trimmed and canonicalised. An empty list, an
+// empty element or a name that is not an HTTP token is an error.
+func ParseHeaderNames(s string) ([]string, error) {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		name := strings.TrimSpace(part)
+		if name == "" {
+			return nil, fmt.Errorf("empty header name in %.60q", s)
+		}
+		if len(name) > 256 || !isHeaderToken(name) {
+			return nil, fmt.Errorf("%.60q is not an HTTP header name", name)
+		}
+		out = append(out, http.CanonicalHeaderKey(name))
+	}
+	return out, nil
+}
+
+// isHeaderToken reports whether s is an HTTP token (RFC 9110 §5.6.2), as a
+// header name must be.
+func isHeaderToken(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return s != ""
 }
 
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }

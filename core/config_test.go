@@ -3,6 +3,7 @@ package core
 import (
 	"encoding/json"
 	"errors"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -284,7 +285,7 @@ func FuzzParseProfiles(f *testing.F) {
 			if id == "" || id != p.UserID {
 				t.Fatalf("profile keyed %q has userId %q", id, p.UserID)
 			}
-			if c := p.Async.ContainerName; c != "" && !validContainer(c) {
+			if c := p.Async.ContainerName; c != "" && !ValidContainer(c) {
 				t.Fatalf("accepted container name %q", c)
 			}
 		}
@@ -373,7 +374,7 @@ func TestByteBudget(t *testing.T) {
 }
 
 // topicNotifier accepts topics of lowercase letters only.
-type topicNotifier struct{ fakeNotifier }
+type topicNotifier struct{}
 
 func (*topicNotifier) CheckTopic(topic string) error {
 	if strings.Trim(topic, "abcdefghijklmnopqrstuvwxyz") != "" {
@@ -394,12 +395,12 @@ func TestValidateTopics(t *testing.T) {
 	tests := []struct {
 		name    string
 		p       Profiles
-		n       Notifier
+		n       any
 		wantErr string
 	}{
 		{"valid topics", profiles("events", "", "other"), &topicNotifier{}, ""},
 		{"bad topic", profiles("events", "bad/topic"), &topicNotifier{}, `setting UserProfiles="profile \"u1\" async-config.topic \"bad/topic\"": want a topic name the async store accepts: want lowercase letters`},
-		{"notifier that cannot check", profiles("bad/topic"), &fakeNotifier{}, ""},
+		{"notifier that cannot check", profiles("bad/topic"), struct{}{}, ""},
 		{"no notifier", profiles("bad/topic"), nil, ""},
 	}
 	for _, tt := range tests {
@@ -448,4 +449,49 @@ func TestContinuationsPerProfileSetting(t *testing.T) {
 	if c.Decode("0") == nil {
 		t.Error("MaxContinuationsPerProfile=0 accepted; want a positive count")
 	}
+}
+
+func TestParseHeaderNames(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    string
+		wantErr bool
+	}{
+		{"Authorization", "Authorization", false},
+		{" authorization , x-api-key", "Authorization,X-Api-Key", false},
+		{"", "", true},
+		{"Authorization,", "", true},
+		{"Bad Name", "", true},
+		{"a:b", "", true},
+		{strings.Repeat("a", 257), "", true},
+	}
+	for _, tt := range tests {
+		got, err := ParseHeaderNames(tt.in)
+		if (err != nil) != tt.wantErr || strings.Join(got, ",") != tt.want {
+			t.Errorf("ParseHeaderNames(%.20q) = %v, %v; want %q, error %v", tt.in, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+// FuzzParseHeaderNames: whatever is accepted round-trips: joined with
+// commas it parses to the same names, each a token.
+func FuzzParseHeaderNames(f *testing.F) {
+	f.Add("Authorization")
+	f.Add(" a , b-c,X_Y ")
+	f.Add(",")
+	f.Fuzz(func(t *testing.T, s string) {
+		names, err := ParseHeaderNames(s)
+		if err != nil {
+			return
+		}
+		again, err := ParseHeaderNames(strings.Join(names, ","))
+		if err != nil || strings.Join(again, ",") != strings.Join(names, ",") {
+			t.Fatalf("%q parsed to %q, which parses to %q, %v", s, names, again, err)
+		}
+		for _, n := range names {
+			if !isHeaderToken(n) || http.CanonicalHeaderKey(n) != n {
+				t.Fatalf("%q gave name %q", s, n)
+			}
+		}
+	})
 }

@@ -3,8 +3,8 @@ package aws
 import (
 	"testing"
 
-	"fngateway/core"
-	"fngateway/core/porttest"
+	"fngateway/core/async"
+	"fngateway/core/async/porttest"
 	"fngateway/internal/emulators"
 )
 
@@ -14,7 +14,7 @@ import (
 func TestStorePort(t *testing.T) {
 	t.Parallel()
 	store := newStoreOn(t, emulators.StartVersitygw(t), "s3://"+uniqueName("port"))
-	porttest.TestStore(t, func(*testing.T) core.Store { return store })
+	porttest.TestStore(t, func(*testing.T) async.Store { return store })
 }
 
 // TestQueuePort runs core's Queue conformance suite against SQS (fauxqs),
@@ -22,5 +22,5 @@ func TestStorePort(t *testing.T) {
 func TestQueuePort(t *testing.T) {
 	t.Parallel()
 	f := emulators.StartFauxqs(t)
-	porttest.TestQueue(t, func(t *testing.T) core.Queue { return newQueueOn(t, f, uniqueName("port")) })
+	porttest.TestQueue(t, func(t *testing.T) async.Queue { return newQueueOn(t, f, uniqueName("port")) })
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"fngateway/core"
+	"fngateway/core/async"
 	"fngateway/internal/emulators"
 )
 
@@ -120,8 +121,8 @@ func TestQueue(t *testing.T) {
 		// SQS refuses an invalid receipt handle (ReceiptHandleIsInvalid,
 		// which Complete reports as ErrNotFound); fauxqs ignores it. Either
 		// way the message stays.
-		err := q.Complete(ctx, core.Message{ID: "m", Receipt: "not-a-receipt"})
-		if err != nil && !errors.Is(err, core.ErrNotFound) {
+		err := q.Complete(ctx, async.Message{ID: "m", Receipt: "not-a-receipt"})
+		if err != nil && !errors.Is(err, async.ErrNotFound) {
 			t.Fatalf("Complete with an invalid receipt: error = %v, want ErrNotFound or none", err)
 		}
 		if msgs, err := q.Receive(ctx, 1, time.Minute); err != nil || len(msgs) != 1 {
@@ -245,7 +246,7 @@ func TestQueueExtend(t *testing.T) {
 		t.Fatalf("Enqueue: %v", err)
 	}
 	const vis = time.Second
-	var msgs []core.Message
+	var msgs []async.Message
 	eventually(t, 10*time.Second, "the message", func() bool {
 		var err error
 		msgs, err = q.Receive(ctx, 1, vis)
@@ -269,7 +270,7 @@ func TestQueueExtend(t *testing.T) {
 	if err := q.Complete(ctx, m); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
-	if _, err := q.Extend(ctx, m, time.Minute); !errors.Is(err, core.ErrNotFound) {
+	if _, err := q.Extend(ctx, m, time.Minute); !errors.Is(err, async.ErrNotFound) {
 		t.Errorf("Extend of a deleted message: error = %v; want ErrNotFound", err)
 	}
 }

@@ -3,8 +3,8 @@ package azure_test
 import (
 	"testing"
 
-	"fngateway/core"
-	"fngateway/core/porttest"
+	"fngateway/core/async"
+	"fngateway/core/async/porttest"
 	"fngateway/internal/emulators"
 )
 
@@ -13,7 +13,7 @@ import (
 func TestStorePort(t *testing.T) {
 	t.Parallel()
 	store := newAccount(t, emulators.StartAzurite(t)).Store()
-	porttest.TestStore(t, func(*testing.T) core.Store { return store })
+	porttest.TestStore(t, func(*testing.T) async.Store { return store })
 }
 
 // TestQueuePort runs core's Queue conformance suite against Queue storage
@@ -21,7 +21,7 @@ func TestStorePort(t *testing.T) {
 func TestQueuePort(t *testing.T) {
 	t.Parallel()
 	acct := newAccount(t, emulators.StartAzurite(t))
-	porttest.TestQueue(t, func(t *testing.T) core.Queue {
+	porttest.TestQueue(t, func(t *testing.T) async.Queue {
 		name := uniqueName("q")
 		q, err := acct.Queue(name)
 		if err != nil {

@@ -1,4 +1,4 @@
-package core
+package async
 
 import (
 	"context"
@@ -6,7 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
-	"strings"
+
+	"fngateway/core"
 )
 
 // An Idempotency-Key is scoped to its caller (CONTRACT §3): the index entry
@@ -73,40 +74,11 @@ func (a *Async) callerScope(ctx context.Context, h http.Header) string {
 
 // scopedIdempotencyKey is the index key of req's client-given
 // Idempotency-Key within profile and for req's caller.
-func (a *Async) scopedIdempotencyKey(ctx context.Context, req *Request, profile string) string {
+func (a *Async) scopedIdempotencyKey(ctx context.Context, req *core.Request, profile string) string {
 	d := sha256.New()
 	scope := a.callerScope(ctx, req.Header)
 	for _, part := range []string{profile, req.IdempotencyKey, scope} {
 		fmt.Fprintf(d, "%d:%s\n", len(part), part)
 	}
 	return asyncIdempotencyPrefix + hex.EncodeToString(d.Sum(nil))
-}
-
-// ParseHeaderNames parses a comma-separated list of HTTP header names
-// (IdempotencyScopeHeaders), trimmed and canonicalised. An empty list, an
-// empty element or a name that is not an HTTP token is an error.
-func ParseHeaderNames(s string) ([]string, error) {
-	var out []string
-	for _, part := range strings.Split(s, ",") {
-		name := strings.TrimSpace(part)
-		if name == "" {
-			return nil, fmt.Errorf("empty header name in %.60q", s)
-		}
-		if len(name) > 256 || !isHeaderToken(name) {
-			return nil, fmt.Errorf("%.60q is not an HTTP header name", name)
-		}
-		out = append(out, http.CanonicalHeaderKey(name))
-	}
-	return out, nil
-}
-
-// isHeaderToken reports whether s is an HTTP token (RFC 9110 §5.6.2), as a
-// header name must be.
-func isHeaderToken(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
-			return false
-		}
-	}
-	return s != ""
 }

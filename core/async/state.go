@@ -1,6 +1,10 @@
-package core
+package async
 
-import "time"
+import (
+	"time"
+
+	"fngateway/core"
+)
 
 // The life of an async request's record, as plain transitions on the
 // record: each takes the record as read and the moment or owner it needs,
@@ -20,7 +24,7 @@ import "time"
 //	commit          any state not done → succeeded/failed/expired/canceled
 //	abandon         queued (or the caller's inflight claim) → abandoned
 //
-// The commit protocol around them is described in async_protocol.go.
+// The commit protocol around them is described in protocol.go.
 
 // claimInflight puts a record being submitted under the submitting
 // process's own claim (Submit with inflight set): running, owned by owner
@@ -73,7 +77,7 @@ func (r *asyncRecord) renew(owner string, until time.Time) error {
 // release drops owner's claim, keeping the attempts so far (all); a
 // checkpoint (the execution limit cut the work) counts itself. ErrLeaseLost
 // when owner no longer holds the claim.
-func (r *asyncRecord) release(owner string, all []Attempt, checkpoint bool) error {
+func (r *asyncRecord) release(owner string, all []core.Attempt, checkpoint bool) error {
 	if !r.held(owner) {
 		return ErrLeaseLost
 	}
@@ -109,7 +113,7 @@ func (r *asyncRecord) cancelUnheld(now time.Time) bool {
 // commit marks r done with its committed result, whoever holds the claim
 // (the header blob decides): state (resultState of the result), the
 // attempts when all is not nil, and res. errNoop when r is done already.
-func (r *asyncRecord) commit(state State, res recordResult, all []Attempt) error {
+func (r *asyncRecord) commit(state State, res recordResult, all []core.Attempt) error {
 	if r.State.Done() {
 		return errNoop
 	}

@@ -1,7 +1,9 @@
-package core
+package async
 
 import (
 	"context"
+
+	"fngateway/core"
 )
 
 // Fairness between profiles (CONTRACT §6): one profile holds at most
@@ -30,7 +32,7 @@ func (a *Async) MessageProfile(ctx context.Context, msg []byte) (string, bool) {
 }
 
 // profileID is the id of profile, "" for none.
-func profileID(p *Profile) string {
+func profileID(p *core.Profile) string {
 	if p == nil {
 		return ""
 	}

@@ -1,4 +1,4 @@
-package core
+package async
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"fngateway/core"
 )
 
 // errLeased ends a claim attempt that found a live lease held by another.
@@ -127,17 +129,17 @@ func (a *Async) continueRequest(ctx context.Context, id string) error {
 		return a.commitCancel(ctx, s, rec.Attempts)
 	}
 	if !now.Before(rec.Expiry) {
-		e := &Error{Reason: ReasonTTLExpired, Message: "the request expired before any attempt started", Attempts: rec.Attempts}
+		e := &core.Error{Reason: core.ReasonTTLExpired, Message: "the request expired before any attempt started", Attempts: rec.Attempts}
 		if len(rec.Attempts) > 0 {
 			e.Message = "the request expired before it could be completed"
 		}
 		return a.commitError(ctx, s, e)
 	}
-	limit := Budget{}.WithLimit(deadline, a.Margin).Limit
+	limit := core.Budget{}.WithLimit(deadline, a.Margin).Limit
 	req, body, err := a.rebuild(ctx, rec, limit)
 	switch {
 	case errors.Is(err, ErrNotFound), errors.Is(err, errBodyLost):
-		return a.commitError(ctx, s, &Error{Reason: ReasonNone, Message: "the stored request body is missing", Attempts: rec.Attempts, Err: err})
+		return a.commitError(ctx, s, &core.Error{Reason: core.ReasonNone, Message: "the stored request body is missing", Attempts: rec.Attempts, Err: err})
 	case err != nil:
 		return errors.Join(fmt.Errorf("continuation %s: %w", id, err), a.handOn(ctx, s, rec.Attempts, false))
 	}
@@ -168,29 +170,29 @@ func (a *Async) reportCorrupt(ctx context.Context, id string, cause error) {
 // MaxAttempts and its host rotation continued, and the body read back. An
 // attempt cut by the execution limit does not count: it was not the
 // backend's failure. The Closer, if any, is a streamed body's blob.
-func (a *Async) rebuild(ctx context.Context, rec *asyncRecord, limit time.Time) (*Request, io.Closer, error) {
+func (a *Async) rebuild(ctx context.Context, rec *asyncRecord, limit time.Time) (*core.Request, io.Closer, error) {
 	if a.Router == nil {
 		return nil, nil, errors.New("async: no Router")
 	}
 	route := *a.Router.Match(rec.Request.Path)
 	prior := 0
 	for _, at := range rec.Attempts {
-		if at.Outcome != OutcomeFunctionLimit {
+		if at.Outcome != core.OutcomeFunctionLimit {
 			prior++
 		}
 	}
 	if prior > 0 && len(route.Hosts) > 0 {
 		route.MaxAttempts = max(route.MaxAttempts-prior, 1)
 		k := prior % len(route.Hosts)
-		route.Hosts = append(append(HostList{}, route.Hosts[k:]...), route.Hosts[:k]...)
+		route.Hosts = append(append(core.HostList{}, route.Hosts[k:]...), route.Hosts[:k]...)
 	}
 	sn := rec.Request
-	req := &Request{
+	req := &core.Request{
 		Method: sn.Method, Path: sn.Path, RawQuery: sn.RawQuery, Header: sn.Header,
 		Host: sn.Host, RemoteAddr: sn.RemoteAddr, Proto: sn.Proto,
 		IdempotencyKey: sn.IdempotencyKey, ClientKey: sn.ClientKey,
 		Route:  &route,
-		Budget: Budget{Arrival: rec.Arrival, TTL: rec.Expiry, Timeout: a.Timeout, Limit: limit},
+		Budget: core.Budget{Arrival: rec.Arrival, TTL: rec.Expiry, Timeout: a.Timeout, Limit: limit},
 	}
 	if req.Header == nil {
 		req.Header = http.Header{}
@@ -228,7 +230,7 @@ func (a *Async) rebuild(ctx context.Context, rec *asyncRecord, limit time.Time) 
 // at the next beat, so two can fail before the lease lapses.
 func (a *Async) keepLease(ctx context.Context, id, owner string, lease time.Duration, limit time.Time, lose context.CancelCauseFunc) (stop func()) {
 	told := false // of a cancel request
-	return Beat(context.WithoutCancel(ctx), lease/3, func(ctx context.Context) bool {
+	return core.Beat(context.WithoutCancel(ctx), lease/3, func(ctx context.Context) bool {
 		until := time.Now().Add(lease)
 		if !limit.IsZero() && limit.Before(until) {
 			until = limit
@@ -287,25 +289,25 @@ func (a *Async) lostLease(ctx context.Context, s *session) error {
 
 // settle turns the outcome of the attempts into the result, or hands the
 // request on.
-func (a *Async) settle(ctx context.Context, s *session, res *Result, ferr error) error {
+func (a *Async) settle(ctx context.Context, s *session, res *core.Result, ferr error) error {
 	if ferr == nil && (res == nil || res.Response == nil) {
-		ferr = &Error{Reason: ReasonNone, Message: "the attempts gave no result"}
+		ferr = &core.Error{Reason: core.ReasonNone, Message: "the attempts gave no result"}
 	}
 	if ferr != nil {
-		var e *Error
+		var e *core.Error
 		if !errors.As(ferr, &e) {
-			e = &Error{Reason: ReasonNone, Err: ferr}
+			e = &core.Error{Reason: core.ReasonNone, Err: ferr}
 		}
 		all := joinAttempts(s.rec.Attempts, e.Attempts)
 		switch {
 		case s.lost():
 			return a.lostLease(ctx, s)
-		case e.Reason == ReasonFunctionLimit:
+		case e.Reason == core.ReasonFunctionLimit:
 			return a.handOn(ctx, s, all, true)
-		case e.Reason == ReasonClientGone && errors.Is(ferr, ErrCancelRequested):
+		case e.Reason == core.ReasonClientGone && errors.Is(ferr, ErrCancelRequested):
 			// The client cancelled: handOn writes the cancellation.
 			return a.handOn(ctx, s, all, false)
-		case e.Reason == ReasonClientGone:
+		case e.Reason == core.ReasonClientGone:
 			// The invocation's context ended: hand on, and have the
 			// queue deliver again.
 			herr := a.handOn(ctx, s, all, false)
@@ -314,7 +316,7 @@ func (a *Async) settle(ctx context.Context, s *session, res *Result, ferr error)
 			}
 			return errors.Join(fmt.Errorf("continuation %s interrupted: %w", s.rec.ID, ferr), herr)
 		}
-		return a.commitError(ctx, s, &Error{Reason: e.Reason, Message: e.Message, Attempts: all, Err: e.Err})
+		return a.commitError(ctx, s, &core.Error{Reason: e.Reason, Message: e.Message, Attempts: all, Err: e.Err})
 	}
 
 	resp := res.Response
@@ -324,7 +326,7 @@ func (a *Async) settle(ctx context.Context, s *session, res *Result, ferr error)
 	if header == nil {
 		header = http.Header{}
 	}
-	RemoveHopHeaders(header)
+	core.RemoveHopHeaders(header)
 	header.Set("X-Attempts", strconv.Itoa(len(all)))
 	ct := resp.Header.Get("Content-Type")
 	if ct == "" {
@@ -338,14 +340,14 @@ func (a *Async) settle(ctx context.Context, s *session, res *Result, ferr error)
 	err := a.Store.WriteBlob(work, asyncDataKey(s.rec.Container, s.rec.ID), resp.Body, ct, false)
 	done()
 	if err != nil {
-		cut := StreamCut(resp.Body)
+		cut := core.StreamCut(resp.Body)
 		switch {
 		case s.lost():
 			return a.lostLease(ctx, s)
-		case errors.Is(cut, ErrFunctionLimit):
+		case errors.Is(cut, core.ErrFunctionLimit):
 			return a.handOn(ctx, s, all, true)
-		case errors.Is(cut, ErrIdleTimeout):
-			return a.commitError(ctx, s, &Error{Reason: ReasonAttemptTimeout,
+		case errors.Is(cut, core.ErrIdleTimeout):
+			return a.commitError(ctx, s, &core.Error{Reason: core.ReasonAttemptTimeout,
 				Message:  fmt.Sprintf("the backend's response body (status %d) stalled longer than the idle limit", resp.StatusCode),
 				Attempts: all, Err: cut})
 		case a.cancelling(ctx, s.rec.ID):
@@ -359,7 +361,7 @@ func (a *Async) settle(ctx context.Context, s *session, res *Result, ferr error)
 
 // commitError writes e as the result: the error document as the data blob,
 // its status in the header blob.
-func (a *Async) commitError(ctx context.Context, s *session, e *Error) error {
+func (a *Async) commitError(ctx context.Context, s *session, e *core.Error) error {
 	header := http.Header{
 		"Content-Type":    {"application/json"},
 		"X-Gateway-Error": {e.Reason.Code()},
@@ -382,7 +384,7 @@ func (a *Async) commitError(ctx context.Context, s *session, e *Error) error {
 
 // publish commits the result whose data blob is written: step 3 (the
 // header blob, created only if absent) and step 4 (the record marked done).
-func (a *Async) publish(ctx context.Context, s *session, status int, header http.Header, all []Attempt) error {
+func (a *Async) publish(ctx context.Context, s *session, status int, header http.Header, all []core.Attempt) error {
 	id := s.rec.ID
 	// Commit only while still the holder: a successor, once it claimed,
 	// may be writing the data blob.
@@ -391,7 +393,7 @@ func (a *Async) publish(ctx context.Context, s *session, status int, header http
 	}
 	completed := time.Now().UTC().Truncate(time.Second)
 	if all == nil {
-		all = []Attempt{}
+		all = []core.Attempt{}
 	}
 	hb, err := json.Marshal(resultHeader{Status: status, Headers: header, ID: id, CompletedAt: completed.Format(time.RFC3339), Attempts: all})
 	if err != nil {
@@ -416,7 +418,7 @@ func (a *Async) publish(ctx context.Context, s *session, status int, header http
 // (its lease may have lapsed, as long as nobody took it over). If it does
 // not, or the check fails, it ends the session as lostLease or handOn does
 // and returns false with what the caller must return.
-func (a *Async) holds(ctx context.Context, s *session, all []Attempt) (bool, error) {
+func (a *Async) holds(ctx context.Context, s *session, all []core.Attempt) (bool, error) {
 	rec, err := a.loadRecord(ctx, s.rec.ID)
 	if err != nil {
 		return false, errors.Join(fmt.Errorf("continuation %s: check claim: %w", s.rec.ID, err), a.handOn(ctx, s, all, false))
@@ -457,7 +459,7 @@ func (a *Async) adoptResult(ctx context.Context, s *session) (bool, error) {
 // finalize marks the record done with its committed result, releasing the
 // claim whoever holds it (the header blob decides), and sends the final
 // notification.
-func (a *Async) finalize(ctx context.Context, id string, status int, gatewayCode string, completed time.Time, all []Attempt) error {
+func (a *Async) finalize(ctx context.Context, id string, status int, gatewayCode string, completed time.Time, all []core.Attempt) error {
 	state := resultState(status, gatewayCode)
 	var topic string
 	_, err := a.updateRecord(ctx, id, func(r *asyncRecord) error {
@@ -479,7 +481,7 @@ func (a *Async) finalize(ctx context.Context, id string, status int, gatewayCode
 // continuation; so does an inflight claim, which has no delivery of its own
 // for the queue to repeat. A queue worker's other hand-ons rely on its
 // delivery coming back.
-func (a *Async) handOn(ctx context.Context, s *session, all []Attempt, checkpoint bool) error {
+func (a *Async) handOn(ctx context.Context, s *session, all []core.Attempt, checkpoint bool) error {
 	ctx, cancel := cleanupContext(ctx)
 	defer cancel()
 	if !s.cancelTried && a.cancelling(ctx, s.rec.ID) {
@@ -512,7 +514,7 @@ func (a *Async) handOn(ctx context.Context, s *session, all []Attempt, checkpoin
 // ctx should outlive the client's request (context.WithoutCancel). Finish
 // returns ErrLeaseLost, writing nothing, if the lease lapsed and a queue
 // worker took the request over. A claim can be finished once.
-func (a *Async) Finish(ctx context.Context, c *Claim, res *Result, err error) error {
+func (a *Async) Finish(ctx context.Context, c *Claim, res *core.Result, err error) error {
 	closeRes := func() {
 		if res != nil && res.Response != nil && res.Response.Body != nil {
 			res.Response.Body.Close()
@@ -540,7 +542,7 @@ func (a *Async) Finish(ctx context.Context, c *Claim, res *Result, err error) er
 }
 
 // joinAttempts returns a new timeline: prev, then more.
-func joinAttempts(prev, more []Attempt) []Attempt {
-	out := make([]Attempt, 0, len(prev)+len(more))
+func joinAttempts(prev, more []core.Attempt) []core.Attempt {
+	out := make([]core.Attempt, 0, len(prev)+len(more))
 	return append(append(out, prev...), more...)
 }

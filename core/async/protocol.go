@@ -1,10 +1,10 @@
-package core
+package async
 
 // The async commit protocol of Async (Submit, Process, Finish).
 //
 // This file holds no code: it is the design note beside the engine, kept
 // in Go so that it moves with the code it describes. The record's states
-// and the store layout are in async_record.go and async.go.
+// and the store layout are in record.go and async.go.
 //
 // A serverless invocation cannot keep working after it answers, so Submit
 // makes the request durable, in this order: the request body blob

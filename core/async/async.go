@@ -1,4 +1,4 @@
-package core
+package async
 
 import (
 	"bytes"
@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"fngateway/core"
 )
 
 // The store layout: records, request bodies and the idempotency index live
@@ -29,8 +31,8 @@ const (
 	// defaultResultContainer holds async results for profiles without an
 	// async-config.containername.
 	defaultResultContainer = "gateway-results"
-	// AsyncStatusPrefix is the path of the status URIs: AsyncStatusPrefix+id.
-	AsyncStatusPrefix = "/_gateway/async/"
+	// StatusPrefix is the path of the status URIs: StatusPrefix+id.
+	StatusPrefix = "/_gateway/async/"
 )
 
 const (
@@ -49,8 +51,8 @@ const (
 	asyncPoll = 2 * time.Second
 	// resultURLGrace is the least lifetime of a URL signed by Status, so
 	// that a result read at or near expiry can still be fetched; never past
-	// the end of the request's read grace (see AsyncReadGrace).
-	resultURLGrace = AsyncReadGrace
+	// the end of the request's read grace (see ReadGrace).
+	resultURLGrace = ReadGrace
 	// cleanupTimeout bounds writes made after the caller's context ended.
 	cleanupTimeout = 30 * time.Second
 	// maxUpdateTries bounds the retries of a conditional record write.
@@ -59,19 +61,19 @@ const (
 	maxHeaderBlobBytes = 1 << 20
 )
 
-// AsyncReadGrace is how long, at most, an async request can still be read
+// ReadGrace is how long, at most, an async request can still be read
 // after its expiry (AsyncTTLSecs from arrival): the read grace is 5
 // minutes, or the request's own TTL when that is shorter (a request that
 // lives 2 s is readable until 4 s after its arrival). Until its end the
 // status URI answers and signs result URLs (valid at most until then);
 // after it Status returns ReasonExpired (410) and the stores may delete the
 // request's record, blobs and idempotency entry.
-const AsyncReadGrace = 5 * time.Minute
+const ReadGrace = 5 * time.Minute
 
 // readEnd is when a request that arrived at arrival and expires at expiry
 // stops being readable: its expiry plus its read grace.
 func readEnd(arrival, expiry time.Time) time.Time {
-	return expiry.Add(max(min(AsyncReadGrace, expiry.Sub(arrival)), 0))
+	return expiry.Add(max(min(ReadGrace, expiry.Sub(arrival)), 0))
 }
 
 // ErrLeaseLost is returned by Finish when the claim's lease lapsed and a
@@ -88,7 +90,7 @@ var ErrLeaseLost = errors.New("async lease lost to another worker")
 // entry) before it returns, and the queue delivers at least once, so
 // Process may run twice for one message. How Submit and Process still give
 // exactly one result, including after a crash between any two steps, is
-// the commit protocol described in async_protocol.go.
+// the commit protocol described in protocol.go.
 type Async struct {
 	// Store keeps records and blobs. Required.
 	Store Store
@@ -98,10 +100,10 @@ type Async struct {
 	// none are sent.
 	Notifier Notifier
 	// Forwarder runs the attempts. If nil, a zero Forwarder is used.
-	Forwarder *Forwarder
+	Forwarder *core.Forwarder
 	// Router resolves the route of a stored request by its path. Required
 	// by Process.
-	Router *Router
+	Router *core.Router
 	// TTL is AsyncTTLSecs: the expiry, counted from arrival, and the
 	// lifetime of the result URLs. Zero means defaultAsyncTTL.
 	TTL time.Duration
@@ -125,12 +127,12 @@ type Async struct {
 	// finishes a request in-process: every hand-off runs from the queue.
 	Continuations *Continuations
 	// Stats, if set, counts hand-offs.
-	Stats *Stats
+	Stats *core.Stats
 	// Host states what the host can do. With WorkAfterAnswer set,
 	// notifications are sent in the background, in order, off the
 	// answer's path; otherwise (the zero value) before the call that
 	// causes them returns.
-	Host HostCaps
+	Host core.HostCaps
 	// ScopeHeaders are the request headers whose values, hashed, scope a
 	// client's Idempotency-Key together with the profile and the verified
 	// caller (IdempotencyScopeHeaders; see WithCaller). If nil,
@@ -195,7 +197,7 @@ type StatusView struct {
 	// Arrival and Expiry are the request's; Attempts its timeline so far;
 	// Checkpoints the invocations that handed it on.
 	Arrival, Expiry time.Time
-	Attempts        []Attempt
+	Attempts        []core.Attempt
 	Checkpoints     int
 	// Once done: the result's status, when it was committed, and freshly
 	// signed URLs of its blobs (DataURI is the 303's Location).
@@ -254,11 +256,11 @@ func (a *Async) retryAfter() time.Duration {
 	return asyncPoll
 }
 
-func (a *Async) forwarder() *Forwarder {
+func (a *Async) forwarder() *core.Forwarder {
 	if a.Forwarder != nil {
 		return a.Forwarder
 	}
-	return &Forwarder{}
+	return &core.Forwarder{}
 }
 
 // queueDelay rounds d up to whole seconds (what queues take) within
@@ -276,8 +278,8 @@ func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 }
 
-func asyncUnavailable(what string, err error) *Error {
-	return &Error{Reason: ReasonAsyncUnavailable, Message: "the async hand-off could not be made durable: " + what, Err: err}
+func asyncUnavailable(what string, err error) *core.Error {
+	return &core.Error{Reason: core.ReasonAsyncUnavailable, Message: "the async hand-off could not be made durable: " + what, Err: err}
 }
 
 // Submit makes the continuation of req durable and returns what the 202
@@ -301,12 +303,12 @@ func asyncUnavailable(what string, err error) *Error {
 //
 // req.Body is stored whole; a req.BodyStream not yet read is streamed to
 // the store instead, and its continuation sends it by one attempt only.
-func (a *Async) Submit(ctx context.Context, req *Request, profile *Profile, inflight bool) (*Accepted, *Claim, error) {
+func (a *Async) Submit(ctx context.Context, req *core.Request, profile *core.Profile, inflight bool) (*Accepted, *Claim, error) {
 	ctx, end := a.startHandoff(ctx)
 	acc, c, err := a.submit(ctx, req, profile, inflight)
 	end(acc, err)
 	if err != nil {
-		a.Stats.countEnd(ReasonOf(err))
+		a.Stats.CountEnd(core.ReasonOf(err))
 		return nil, nil, err
 	}
 	if a.Stats != nil {
@@ -315,7 +317,7 @@ func (a *Async) Submit(ctx context.Context, req *Request, profile *Profile, infl
 	return acc, c, nil
 }
 
-func (a *Async) submit(ctx context.Context, req *Request, profile *Profile, inflight bool) (*Accepted, *Claim, error) {
+func (a *Async) submit(ctx context.Context, req *core.Request, profile *core.Profile, inflight bool) (*Accepted, *Claim, error) {
 	now := time.Now()
 	arrival := req.Budget.Arrival
 	if arrival.IsZero() {
@@ -330,7 +332,7 @@ func (a *Async) submit(ctx context.Context, req *Request, profile *Profile, infl
 			container = c
 		}
 	}
-	if !validContainer(container) {
+	if !core.ValidContainer(container) {
 		return nil, nil, asyncUnavailable("result container name", fmt.Errorf("container %.70q: want 3-63 lowercase letters, digits and single hyphens", container))
 	}
 
@@ -391,9 +393,9 @@ func (a *Async) submit(ctx context.Context, req *Request, profile *Profile, infl
 	// message went out.
 	if idemKey != "" {
 		other, err := a.index(ctx, idemKey, idemVersion, fp, readEnd(arrival, expiry), acc)
-		var ge *Error
+		var ge *core.Error
 		switch {
-		case errors.As(err, &ge) && ge.Reason == ReasonIdempotencyKeyReused:
+		case errors.As(err, &ge) && ge.Reason == core.ReasonIdempotencyKeyReused:
 			// A different request won the key meanwhile.
 			a.abandon(ctx, id, owner)
 			return nil, nil, err
@@ -432,11 +434,11 @@ func (a *Async) accepted(ctx context.Context, id, container string, expiry time.
 	if err != nil {
 		return nil, err
 	}
-	return &Accepted{ID: id, StatusURI: AsyncStatusPrefix + id, DataURI: data, HeaderURI: header, RetryAfter: a.retryAfter()}, nil
+	return &Accepted{ID: id, StatusURI: StatusPrefix + id, DataURI: data, HeaderURI: header, RetryAfter: a.retryAfter()}, nil
 }
 
 // snapshotRequest copies what a continuation needs of req, body aside.
-func snapshotRequest(req *Request) requestSnapshot {
+func snapshotRequest(req *core.Request) requestSnapshot {
 	return requestSnapshot{
 		Method: req.Method, Path: req.Path, RawQuery: req.RawQuery, Header: req.Header.Clone(),
 		Host: req.Host, RemoteAddr: req.RemoteAddr, Proto: req.Proto,
@@ -445,7 +447,7 @@ func snapshotRequest(req *Request) requestSnapshot {
 }
 
 // storeBody writes req's body, if any, to its blob and notes its size.
-func (a *Async) storeBody(ctx context.Context, id string, req *Request, snap *requestSnapshot) error {
+func (a *Async) storeBody(ctx context.Context, id string, req *core.Request, snap *requestSnapshot) error {
 	switch {
 	case req.BodyStream != nil:
 		cr := &countingReader{r: req.BodyStream}
@@ -507,7 +509,7 @@ func (a *Async) abandon(ctx context.Context, id, owner string) (movedOn bool) {
 // resubmission never reaches the backend again. A request whose body is
 // an unread BodyStream cannot be fingerprinted: with a key seen before it
 // is always ReasonIdempotencyKeyReused.
-func (a *Async) Replay(ctx context.Context, req *Request, profile *Profile) (*Accepted, error) {
+func (a *Async) Replay(ctx context.Context, req *core.Request, profile *core.Profile) (*Accepted, error) {
 	if !req.ClientKey || req.IdempotencyKey == "" {
 		return nil, nil
 	}
@@ -526,7 +528,7 @@ func (a *Async) Replay(ctx context.Context, req *Request, profile *Profile) (*Ac
 // its method, path, query and the SHA-256 of its body, each
 // length-prefixed. It is "" for a body not read yet (a BodyStream), which
 // matches no fingerprint, its own included.
-func requestFingerprint(req *Request) string {
+func requestFingerprint(req *core.Request) string {
 	if req.BodyStream != nil {
 		return ""
 	}
@@ -539,8 +541,8 @@ func requestFingerprint(req *Request) string {
 }
 
 // keyReused is the error of a key used before for another request.
-func keyReused() *Error {
-	return &Error{Reason: ReasonIdempotencyKeyReused,
+func keyReused() *core.Error {
+	return &core.Error{Reason: core.ReasonIdempotencyKeyReused,
 		Message: "this Idempotency-Key was used for a different request (method, path, query or body); use a new key"}
 }
 
@@ -764,7 +766,7 @@ func (a *Async) report(ctx context.Context, id string, err error) {
 
 // Status reports on async request id. An id that is malformed, unknown, or
 // of a submission that failed is an error wrapping ErrNotFound. A request
-// past its expiry plus its read grace (see AsyncReadGrace) is an *Error with ReasonExpired,
+// past its expiry plus its read grace (see ReadGrace) is an *Error with ReasonExpired,
 // whatever its state, and nothing is signed; one whose record cannot be
 // decoded is an *Error with ReasonCorruptRecord wrapping errBadRecord (it
 // never completes). Once done, the view carries freshly signed URLs of the
@@ -779,7 +781,7 @@ func (a *Async) Status(ctx context.Context, id string) (*StatusView, error) {
 		return nil, fmt.Errorf("async status %s: %w", id, ErrNotFound)
 	}
 	if errors.Is(err, errBadRecord) {
-		return nil, &Error{Reason: ReasonCorruptRecord, Message: "the record of async request " + id + " cannot be read; it will not complete", Err: err}
+		return nil, &core.Error{Reason: core.ReasonCorruptRecord, Message: "the record of async request " + id + " cannot be read; it will not complete", Err: err}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("async status %s: %w", id, err)
@@ -787,7 +789,7 @@ func (a *Async) Status(ctx context.Context, id string) (*StatusView, error) {
 	now := time.Now()
 	end := readEnd(rec.Arrival, rec.Expiry)
 	if !now.Before(end) {
-		return nil, &Error{Reason: ReasonExpired, Message: fmt.Sprintf("async request %s expired at %s (readable until %s)",
+		return nil, &core.Error{Reason: core.ReasonExpired, Message: fmt.Sprintf("async request %s expired at %s (readable until %s)",
 			id, rec.Expiry.Format(time.RFC3339), end.Format(time.RFC3339))}
 	}
 	v := &StatusView{ID: id, State: rec.State, Arrival: rec.Arrival, Expiry: rec.Expiry, container: rec.Container,
@@ -819,9 +821,9 @@ func (a *Async) Status(ctx context.Context, id string) (*StatusView, error) {
 // backend's last answer was a server failure (5xx or 429), else succeeded.
 func resultState(status int, gatewayCode string) State {
 	switch {
-	case gatewayCode == ReasonTTLExpired.Code():
+	case gatewayCode == core.ReasonTTLExpired.Code():
 		return StateExpired
-	case gatewayCode == ReasonCanceled.Code():
+	case gatewayCode == core.ReasonCanceled.Code():
 		return StateCanceled
 	case gatewayCode != "", status >= 500, status == http.StatusTooManyRequests:
 		return StateFailed

@@ -1,4 +1,4 @@
-package core
+package async
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"fngateway/core"
 )
 
 // Cancellation (CONTRACT §6): DELETE on a status URI asks to cancel. The
@@ -114,11 +116,11 @@ func (a *Async) cancelling(ctx context.Context, id string) bool {
 // holds: the error document as the data blob, 409 Canceled in the header
 // blob. It writes under its own context: the work context has ended with
 // the cancel.
-func (a *Async) commitCancel(ctx context.Context, s *session, all []Attempt) error {
+func (a *Async) commitCancel(ctx context.Context, s *session, all []core.Attempt) error {
 	s.cancelTried = true
 	ctx, cancel := cleanupContext(ctx)
 	defer cancel()
-	e := &Error{Reason: ReasonCanceled, Message: "the client cancelled the request (DELETE on its status URI)", Attempts: all}
+	e := &core.Error{Reason: core.ReasonCanceled, Message: "the client cancelled the request (DELETE on its status URI)", Attempts: all}
 	header := http.Header{
 		"Content-Type":    {"application/json"},
 		"X-Gateway-Error": {e.Reason.Code()},

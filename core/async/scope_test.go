@@ -1,4 +1,4 @@
-package core
+package async
 
 import (
 	"bytes"
@@ -104,49 +104,4 @@ func TestCallerScopeUnambiguous(t *testing.T) {
 		}
 		scopes[s] = name
 	}
-}
-
-func TestParseHeaderNames(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    string
-		wantErr bool
-	}{
-		{"Authorization", "Authorization", false},
-		{" authorization , x-api-key", "Authorization,X-Api-Key", false},
-		{"", "", true},
-		{"Authorization,", "", true},
-		{"Bad Name", "", true},
-		{"a:b", "", true},
-		{strings.Repeat("a", 257), "", true},
-	}
-	for _, tt := range tests {
-		got, err := ParseHeaderNames(tt.in)
-		if (err != nil) != tt.wantErr || strings.Join(got, ",") != tt.want {
-			t.Errorf("ParseHeaderNames(%.20q) = %v, %v; want %q, error %v", tt.in, got, err, tt.want, tt.wantErr)
-		}
-	}
-}
-
-// FuzzParseHeaderNames: whatever is accepted round-trips: joined with
-// commas it parses to the same names, each a token.
-func FuzzParseHeaderNames(f *testing.F) {
-	f.Add("Authorization")
-	f.Add(" a , b-c,X_Y ")
-	f.Add(",")
-	f.Fuzz(func(t *testing.T, s string) {
-		names, err := ParseHeaderNames(s)
-		if err != nil {
-			return
-		}
-		again, err := ParseHeaderNames(strings.Join(names, ","))
-		if err != nil || strings.Join(again, ",") != strings.Join(names, ",") {
-			t.Fatalf("%q parsed to %q, which parses to %q, %v", s, names, again, err)
-		}
-		for _, n := range names {
-			if !isHeaderToken(n) || http.CanonicalHeaderKey(n) != n {
-				t.Fatalf("%q gave name %q", s, n)
-			}
-		}
-	})
 }
