@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -144,11 +143,8 @@ type Async struct {
 	// several goroutines at once. If nil, they are dropped.
 	OnError func(ctx context.Context, id string, err error)
 
-	// notes is the background sender's queue (Host.WorkAfterAnswer).
-	nmu      sync.Mutex
-	npending []pendingNote
-	nrunning bool
-	nidle    chan struct{} // closed when the running sender stops
+	// notes sends notifications in the background (Host.WorkAfterAnswer).
+	notes notifier
 
 	// cancels are the continuations running here, told of a Cancel.
 	cancels cancelListeners
@@ -660,100 +656,6 @@ func (a *Async) updateRecord(ctx context.Context, id string, fn func(*asyncRecor
 		if !errors.Is(err, ErrConflict) || try >= maxUpdateTries {
 			return nil, fmt.Errorf("write record: %w", err)
 		}
-	}
-}
-
-// maxPendingNotes bounds the background sender's queue; beyond it a
-// notification is sent by its caller.
-const maxPendingNotes = 1024
-
-// notifyTimeout bounds one notification sent in the background.
-const notifyTimeout = 10 * time.Second
-
-// pendingNote is a notification waiting for the background sender.
-type pendingNote struct {
-	ctx       context.Context // the cause's, without its cancellation
-	topic, id string
-	body      []byte
-}
-
-// notify sends a lifecycle notification when the request has a topic. A
-// notification that fails does not fail the request: its error goes to
-// OnError. Where the host may work after answering (Host.WorkAfterAnswer)
-// it is queued for one background sender, which sends in order; otherwise
-// it is sent before notify returns.
-func (a *Async) notify(ctx context.Context, topic, id, status string) {
-	if a.Notifier == nil || topic == "" {
-		return
-	}
-	b, _ := json.Marshal(notification{RequestGUID: id, Status: status, Timestamp: time.Now().UTC().Format(time.RFC3339), TopicName: topic})
-	n := pendingNote{ctx: context.WithoutCancel(ctx), topic: topic, id: id, body: b}
-	if !a.Host.WorkAfterAnswer {
-		a.sendNote(ctx, n)
-		return
-	}
-	a.nmu.Lock()
-	if len(a.npending) >= maxPendingNotes {
-		a.nmu.Unlock()
-		a.sendNote(ctx, n)
-		return
-	}
-	a.npending = append(a.npending, n)
-	start := !a.nrunning
-	if start {
-		a.nrunning, a.nidle = true, make(chan struct{})
-	}
-	a.nmu.Unlock()
-	if start {
-		go a.sendPending()
-	}
-}
-
-// sendPending sends the queued notifications, oldest first, until none
-// are left.
-func (a *Async) sendPending() {
-	for {
-		a.nmu.Lock()
-		if len(a.npending) == 0 {
-			a.nrunning = false
-			close(a.nidle)
-			a.nidle = nil
-			a.nmu.Unlock()
-			return
-		}
-		n := a.npending[0]
-		a.npending[0] = pendingNote{}
-		a.npending = a.npending[1:]
-		a.nmu.Unlock()
-		ctx, cancel := context.WithTimeout(n.ctx, notifyTimeout)
-		a.sendNote(ctx, n)
-		cancel()
-	}
-}
-
-// FlushNotifications waits until the notifications queued for the
-// background sender have been sent (or have failed), or ctx ends, whose
-// error it then returns. A host calls it at shutdown, after the
-// continuations drained, so that notifications are not lost with the
-// process.
-func (a *Async) FlushNotifications(ctx context.Context) error {
-	a.nmu.Lock()
-	idle := a.nidle
-	a.nmu.Unlock()
-	if idle == nil {
-		return nil
-	}
-	select {
-	case <-idle:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (a *Async) sendNote(ctx context.Context, n pendingNote) {
-	if err := a.Notifier.Notify(ctx, n.topic, n.body); err != nil {
-		a.report(ctx, n.id, fmt.Errorf("async %s: notification to topic %q lost: %w", n.id, n.topic, err))
 	}
 }
 
