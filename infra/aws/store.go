@@ -95,20 +95,7 @@ func (s *Store) objectKey(key string) (string, error) {
 // Get returns the object at key and its ETag, or async.ErrNotFound when the
 // object or the bucket does not exist.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, string, error) {
-	k, err := s.objectKey(key)
-	if err != nil {
-		return nil, "", fmt.Errorf("get: %w", err)
-	}
-	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &k})
-	if err != nil {
-		return nil, "", fmt.Errorf("get %s: %w", key, readErr(err))
-	}
-	defer out.Body.Close()
-	data, err := io.ReadAll(out.Body)
-	if err != nil {
-		return nil, "", fmt.Errorf("get %s: read: %w", key, err)
-	}
-	return data, deref(out.ETag), nil
+	return async.ReadObject(s.open(ctx, key))
 }
 
 // Put writes data at key if the object's ETag is ifVersion (If-Match), or,
@@ -294,15 +281,22 @@ func (s *Store) partSize() int {
 // returns async.ErrNotFound when the object or the bucket does not exist.
 // The caller closes the reader.
 func (s *Store) OpenBlob(ctx context.Context, key string) (io.ReadCloser, error) {
+	return async.OpenObject(s.open(ctx, key))
+}
+
+// open opens the object at key, streaming its body, with its ETag. An
+// error names the key, and wraps async.ErrNotFound when the object or the
+// bucket does not exist.
+func (s *Store) open(ctx context.Context, key string) (io.ReadCloser, string, error) {
 	k, err := s.objectKey(key)
 	if err != nil {
-		return nil, fmt.Errorf("open blob: %w", err)
+		return nil, "", err
 	}
 	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &k})
 	if err != nil {
-		return nil, fmt.Errorf("open blob %s: %w", key, readErr(err))
+		return nil, "", fmt.Errorf("%s: %w", key, readErr(err))
 	}
-	return out.Body, nil
+	return out.Body, deref(out.ETag), nil
 }
 
 // largeBody is the size above which WriteBlob makes sure of the bucket

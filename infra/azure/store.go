@@ -62,20 +62,7 @@ func (s *Store) blockBlob(key string) (*blockblob.Client, string, error) {
 // Get returns the blob at key and its ETag, or async.ErrNotFound when the
 // blob or its container does not exist.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, string, error) {
-	bb, _, err := s.blockBlob(key)
-	if err != nil {
-		return nil, "", fmt.Errorf("get: %w", err)
-	}
-	resp, err := bb.DownloadStream(ctx, nil)
-	if err != nil {
-		return nil, "", fmt.Errorf("get %s: %w", key, readErr(err))
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, "", fmt.Errorf("get %s: read: %w", key, err)
-	}
-	return data, etag(resp.ETag), nil
+	return async.ReadObject(s.open(ctx, key))
 }
 
 // Put writes data at key if the blob's ETag is ifVersion, or, with
@@ -154,15 +141,22 @@ func (s *Store) WriteBlob(ctx context.Context, key string, r io.Reader, contentT
 // async.ErrNotFound when the blob or its container does not exist. The
 // caller closes the reader.
 func (s *Store) OpenBlob(ctx context.Context, key string) (io.ReadCloser, error) {
+	return async.OpenObject(s.open(ctx, key))
+}
+
+// open opens the blob at key, streaming its body, with its ETag. An error
+// names the key, and wraps async.ErrNotFound when the blob or its
+// container does not exist.
+func (s *Store) open(ctx context.Context, key string) (io.ReadCloser, string, error) {
 	bb, _, err := s.blockBlob(key)
 	if err != nil {
-		return nil, fmt.Errorf("open blob: %w", err)
+		return nil, "", err
 	}
 	resp, err := bb.DownloadStream(ctx, nil)
 	if err != nil {
-		return nil, fmt.Errorf("open blob %s: %w", key, readErr(err))
+		return nil, "", fmt.Errorf("%s: %w", key, readErr(err))
 	}
-	return resp.Body, nil
+	return resp.Body, etag(resp.ETag), nil
 }
 
 // createContainer creates a container, tolerating one that exists.
