@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -285,9 +282,9 @@ func asyncUnavailable(what string, err error) *core.Error {
 //
 // profile may be nil (no profile: the default result container, no
 // notifications). A client-given Idempotency-Key seen before within the same
-// profile, from the same caller (see scopedIdempotencyKey), returns the
+// profile, from the same caller (see idempotency.key), returns the
 // earlier submission's Accepted and a nil Claim, and
-// enqueues nothing, if the request is the same (see Replay); for a
+// enqueues nothing, if the request is the same (see idempotency.replay); for a
 // different request it is an *Error with ReasonIdempotencyKeyReused.
 //
 // With inflight set, the caller (a host whose process runs on after
@@ -335,9 +332,9 @@ func (a *Async) submit(ctx context.Context, req *core.Request, profile *core.Pro
 	// A client's key seen before returns that submission.
 	var idemKey, idemVersion, fp string
 	if req.ClientKey && req.IdempotencyKey != "" {
-		idemKey = a.scopedIdempotencyKey(ctx, req, profileID)
+		idemKey = a.idempotency().key(ctx, req, profileID)
 		fp = requestFingerprint(req)
-		prev, version, err := a.lookupIdempotent(ctx, idemKey, fp)
+		prev, version, err := a.idempotency().lookup(ctx, idemKey, fp)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -388,7 +385,7 @@ func (a *Async) submit(ctx context.Context, req *core.Request, profile *core.Pro
 	// 4. The idempotency index, last: an entry names a record whose
 	// message went out.
 	if idemKey != "" {
-		other, err := a.index(ctx, idemKey, idemVersion, fp, readEnd(arrival, expiry), acc)
+		other, err := a.idempotency().index(ctx, idemKey, idemVersion, fp, readEnd(arrival, expiry), acc)
 		var ge *core.Error
 		switch {
 		case errors.As(err, &ge) && ge.Reason == core.ReasonIdempotencyKeyReused:
@@ -416,7 +413,7 @@ func (a *Async) submit(ctx context.Context, req *core.Request, profile *core.Pro
 	c.lost = newCauseSignal()
 	// Renewed up to the request's expiry: past it, a worker writes the
 	// expired result should the caller never finish.
-	c.stop = a.keepLease(ctx, id, owner, lease, rec.Expiry, c.lost.fire)
+	c.stop = a.records().keepLease(ctx, id, owner, lease, rec.Expiry, c.lost.fire)
 	return acc, c, nil
 }
 
@@ -485,178 +482,8 @@ var (
 func (a *Async) abandon(ctx context.Context, id, owner string) (movedOn bool) {
 	ctx, cancel := cleanupContext(ctx)
 	defer cancel()
-	_, err := a.updateRecord(ctx, id, func(r *asyncRecord) error { return r.abandon(owner) })
+	_, err := a.records().update(ctx, id, func(r *asyncRecord) error { return r.abandon(owner) })
 	return errors.Is(err, errMovedOn)
-}
-
-// Replay answers a resubmission without reaching a backend. It returns
-// nil, nil when req carries no client-given Idempotency-Key, or one not seen
-// before within the profile (profile may be nil) from the same caller (the
-// same values of the ScopeHeaders, the same verified identity of
-// WithCaller): the request is new. For
-// a key seen before with the same request — method, path, query and body,
-// compared by SHA-256 fingerprint — it returns the first submission's
-// Accepted (same id and URIs), whatever that request's state. For a key
-// seen before with a different request it returns an *Error with
-// ReasonIdempotencyKeyReused and nothing of the first request. A store
-// that cannot be read is an *Error with ReasonAsyncUnavailable.
-//
-// Call it before forwarding an async-eligible request, so that a
-// resubmission never reaches the backend again. A request whose body is
-// an unread BodyStream cannot be fingerprinted: with a key seen before it
-// is always ReasonIdempotencyKeyReused.
-func (a *Async) Replay(ctx context.Context, req *core.Request, profile *core.Profile) (*Accepted, error) {
-	if !req.ClientKey || req.IdempotencyKey == "" {
-		return nil, nil
-	}
-	var profileID string
-	if profile != nil {
-		profileID = profile.UserID
-	}
-	prev, _, err := a.lookupIdempotent(ctx, a.scopedIdempotencyKey(ctx, req, profileID), requestFingerprint(req))
-	if err != nil {
-		return nil, err
-	}
-	return prev, nil
-}
-
-// requestFingerprint identifies what a request asks for: the SHA-256 of
-// its method, path, query and the SHA-256 of its body, each
-// length-prefixed. It is "" for a body not read yet (a BodyStream), which
-// matches no fingerprint, its own included.
-func requestFingerprint(req *core.Request) string {
-	if req.BodyStream != nil {
-		return ""
-	}
-	body := sha256.Sum256(req.Body)
-	h := sha256.New()
-	for _, part := range []string{req.Method, req.Path, req.RawQuery, hex.EncodeToString(body[:])} {
-		fmt.Fprintf(h, "%d:%s\n", len(part), part)
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
-}
-
-// keyReused is the error of a key used before for another request.
-func keyReused() *core.Error {
-	return &core.Error{Reason: core.ReasonIdempotencyKeyReused,
-		Message: "this Idempotency-Key was used for a different request (method, path, query or body); use a new key"}
-}
-
-// lookupIdempotent returns the Accepted recorded under the index key for a
-// request with fingerprint fp, or nil and the version of an entry that may
-// be taken over ("" when there is none): one that is unreadable or names a
-// record that is missing, abandoned or past its read grace. An entry of another fingerprint is
-// an *Error with ReasonIdempotencyKeyReused; a store failure one with
-// ReasonAsyncUnavailable.
-func (a *Async) lookupIdempotent(ctx context.Context, key, fp string) (*Accepted, string, error) {
-	data, version, err := a.Store.Get(ctx, key)
-	if errors.Is(err, ErrNotFound) {
-		return nil, "", nil
-	}
-	if err != nil {
-		return nil, "", asyncUnavailable("read the idempotency index", err)
-	}
-	var e idempotencyEntry
-	if decodeStrict(data, &e) != nil || e.V != 1 || !validAsyncID(e.ID) {
-		return nil, version, nil
-	}
-	rec, err := a.loadRecord(ctx, e.ID)
-	switch {
-	case errors.Is(err, ErrNotFound), errors.Is(err, errBadRecord):
-		return nil, version, nil
-	case err != nil:
-		return nil, "", asyncUnavailable("read the idempotency index", err)
-	case rec.State == StateAbandoned, !time.Now().Before(readEnd(rec.Arrival, rec.Expiry)):
-		// Abandoned, or past its read grace (a store without a sweep
-		// keeps it): the key is free again.
-		return nil, version, nil
-	}
-	// Compared in constant time: the fingerprint is a digest of the body.
-	if fp == "" || subtle.ConstantTimeCompare([]byte(e.Fingerprint), []byte(fp)) != 1 {
-		return nil, "", keyReused()
-	}
-	return &Accepted{ID: e.ID, StatusURI: e.StatusURI, DataURI: e.DataURI, HeaderURI: e.HeaderURI, RetryAfter: a.retryAfter()}, "", nil
-}
-
-// index writes acc under the idempotency key (create, or take over the
-// entry at version), with the request's fingerprint and the end of its
-// read grace. It returns
-// the Accepted of a concurrent submission of the same request that won the
-// key instead, if any, or the error of lookupIdempotent for one that is
-// not the same request.
-func (a *Async) index(ctx context.Context, key, version, fp string, readableUntil time.Time, acc *Accepted) (*Accepted, error) {
-	b, _ := json.Marshal(idempotencyEntry{V: 1, ID: acc.ID, StatusURI: acc.StatusURI, DataURI: acc.DataURI, HeaderURI: acc.HeaderURI,
-		Fingerprint: fp, ReadableUntil: readableUntil.UTC()})
-	_, err := a.Store.Put(ctx, key, b, version)
-	if err == nil {
-		return nil, nil
-	}
-	if !errors.Is(err, ErrConflict) {
-		return nil, err
-	}
-	other, _, lerr := a.lookupIdempotent(ctx, key, fp)
-	if lerr != nil {
-		return nil, lerr
-	}
-	if other == nil {
-		return nil, err
-	}
-	return other, nil
-}
-
-// loadRecord reads and decodes the record of id.
-func (a *Async) loadRecord(ctx context.Context, id string) (*asyncRecord, error) {
-	data, _, err := a.Store.Get(ctx, asyncRecordKey(id))
-	if err != nil {
-		return nil, err
-	}
-	r, err := decodeAsyncRecord(data)
-	if err != nil {
-		return nil, err
-	}
-	if r.ID != id {
-		return nil, fmt.Errorf("%w: record of %s names %s", errBadRecord, id, r.ID)
-	}
-	return r, nil
-}
-
-// updateRecord is the read-modify-write of a record: fn changes the record
-// read, which is written back only if nobody wrote it meanwhile; on a
-// conflict fn runs again on the new version. An error from fn ends the
-// update without writing and is returned with the record fn saw.
-func (a *Async) updateRecord(ctx context.Context, id string, fn func(*asyncRecord) error) (*asyncRecord, error) {
-	key := asyncRecordKey(id)
-	for try := 1; ; try++ {
-		data, version, err := a.Store.Get(ctx, key)
-		if err != nil {
-			return nil, fmt.Errorf("read record: %w", err)
-		}
-		r, err := decodeAsyncRecord(data)
-		if err != nil {
-			return nil, err
-		}
-		if r.ID != id {
-			return nil, fmt.Errorf("%w: record of %s names %s", errBadRecord, id, r.ID)
-		}
-		before := r.State
-		if err := fn(r); err != nil {
-			return r, err
-		}
-		if r.State != before {
-			r.Changed = time.Now().UTC()
-		}
-		enc, err := r.Encode()
-		if err != nil {
-			return nil, err
-		}
-		_, err = a.Store.Put(ctx, key, enc, version)
-		if err == nil {
-			return r, nil
-		}
-		if !errors.Is(err, ErrConflict) || try >= maxUpdateTries {
-			return nil, fmt.Errorf("write record: %w", err)
-		}
-	}
 }
 
 // report hands err to OnError, if set.
@@ -678,7 +505,7 @@ func (a *Async) Status(ctx context.Context, id string) (*StatusView, error) {
 	if !validAsyncID(id) {
 		return nil, fmt.Errorf("async status: malformed id: %w", ErrNotFound)
 	}
-	rec, err := a.loadRecord(ctx, id)
+	rec, err := a.records().load(ctx, id)
 	if errors.Is(err, ErrNotFound) || err == nil && rec.State == StateAbandoned {
 		return nil, fmt.Errorf("async status %s: %w", id, ErrNotFound)
 	}

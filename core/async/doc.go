@@ -4,28 +4,37 @@
 // invocations until it has one result. It depends on core (Request, Router,
 // Forwarder, Profile, Error, Stats, Observer); core never imports it.
 //
-// The layout, arrows pointing one way (each file uses only those below it):
+// The layout, arrows pointing down (each part uses only those below it):
 //
-//   - Async (async.go, run.go, process.go, status.go, cancel.go) is the
-//     façade the hosts call: Run answers or hands off, Process continues a
-//     queue message, Finish settles an in-process claim, Status and
-//     OpenResult read a request, Cancel asks it to stop. It owns no state
-//     of its own beyond its settings; the work is done by the small types
-//     below it.
-//   - notifier (notify.go) sends lifecycle notifications: in order per
-//     request, bounded, reporting what it drops.
-//   - The idempotency index (scope.go), leases (process.go's keepLease,
-//     state.go's claim and renew) and the cancel listeners (cancel.go) each
-//     own one concern.
+//   - Async is the façade the hosts call: Run answers or hands off
+//     (run.go), Submit makes a hand-off durable (async.go), Process
+//     continues a queue message and Finish settles an in-process claim
+//     (process.go), Status and OpenResult read a request (async.go,
+//     status.go), Cancel asks it to stop (cancel.go), MessageProfile tells
+//     a worker whose turn a message is (fair.go) and FlushNotifications
+//     drains the sender at shutdown. It holds the settings and the ports;
+//     the steps of the commit protocol (protocol.go) are its unexported
+//     methods, and each concern they share is a small type of its own:
+//   - notifier (notify.go) sends lifecycle notifications in the
+//     background: one sender, in order, at most 1,024 waiting; one more is
+//     dropped, counted and reported, never sent out of turn.
+//   - idempotency (scope.go) is the index of clients' Idempotency-Keys,
+//     scoped to their caller: key, lookup, index and replay.
+//   - records (records.go) reads and writes the records with optimistic
+//     concurrency (load, update) and keeps a claim's lease (keepLease, the
+//     heartbeat).
+//   - cancelListeners (cancel.go) tells the continuations running on this
+//     instance that their client cancelled.
 //   - The record and its state machine (record.go, state.go) are plain
-//     values and transitions, tested as tables without any I/O; protocol.go
-//     describes the commit protocol wrapped around them.
+//     values and transitions, tested as tables without any I/O.
 //   - The ports (ports.go: Store, Queue, Notifier, VisibilityExtender) are
-//     what the engine calls; infra/ implements them, and porttest states
+//     what the engine calls; infra/ implements them (ReadObject and
+//     OpenObject serve stores that stream objects), and porttest states
 //     their semantics once as a conformance suite every implementation
 //     runs. Continuations (continuations.go) bounds the work one instance
-//     keeps going.
+//     keeps going, on every host.
 //
 // Nothing outside this package needs its internals: hosts use the façade,
-// the ports and the exported values (State, StatusView, Accepted, Claim).
+// the ports and the exported values (State, StatusView, Accepted, Claim,
+// WithCaller).
 package async

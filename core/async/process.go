@@ -85,7 +85,7 @@ func (a *Async) continueRequest(ctx context.Context, id string) error {
 		until = deadline
 	}
 	var first, seen bool
-	rec, err := a.updateRecord(ctx, id, func(r *asyncRecord) (err error) {
+	rec, err := a.records().update(ctx, id, func(r *asyncRecord) (err error) {
 		first, seen, err = r.claim(owner, now, until)
 		return err
 	})
@@ -106,8 +106,8 @@ func (a *Async) continueRequest(ctx context.Context, id string) error {
 	defer endObs()
 
 	stopped := newCauseSignal()
-	stop := a.keepLease(ctx, id, owner, a.leaseLen(), deadline, stopped.fire)
-	unlisten := a.listenCancel(id, stopped.fire)
+	stop := a.records().keepLease(ctx, id, owner, a.leaseLen(), deadline, stopped.fire)
+	unlisten := a.cancels.listen(id, stopped.fire)
 	s := &session{rec: rec, owner: owner, stopped: stopped, endFn: func() { unlisten(); stop(); stopped.fire(context.Canceled) }}
 	defer s.end()
 	if first {
@@ -221,37 +221,6 @@ func (a *Async) rebuild(ctx context.Context, rec *asyncRecord, limit time.Time) 
 	return req, nil, nil
 }
 
-// keepLease is the claim's heartbeat: it renews the lease of owner on
-// record id every third of a lease until stop is called, never past limit
-// (zero: no limit). If the lease turns out to be lost, it calls
-// lose(ErrLeaseLost) and stops. If it finds the client asked to cancel, it
-// calls lose(ErrCancelRequested) once and goes on renewing: the holder
-// writes the cancellation. A renewal that fails otherwise is tried again
-// at the next beat, so two can fail before the lease lapses.
-func (a *Async) keepLease(ctx context.Context, id, owner string, lease time.Duration, limit time.Time, lose context.CancelCauseFunc) (stop func()) {
-	told := false // of a cancel request
-	return core.Beat(context.WithoutCancel(ctx), lease/3, func(ctx context.Context) bool {
-		until := time.Now().Add(lease)
-		if !limit.IsZero() && limit.Before(until) {
-			until = limit
-		}
-		rec, err := a.updateRecord(ctx, id, func(r *asyncRecord) error { return r.renew(owner, until) })
-		if rec != nil && rec.State == StateCancelling && !told && !errors.Is(err, ErrLeaseLost) {
-			told = true
-			lose(ErrCancelRequested)
-		}
-		switch {
-		case errors.Is(err, ErrLeaseLost), errors.Is(err, ErrNotFound):
-			lose(ErrLeaseLost)
-			return false
-		case err == nil || errors.Is(err, errNoop):
-			// Once the lease reaches the limit, nothing is left to renew.
-			return limit.IsZero() || until.Before(limit)
-		}
-		return true // tried again at the next beat
-	})
-}
-
 // requeue leaves a message for request id, visible after wait.
 func (a *Async) requeue(ctx context.Context, id string, wait time.Duration) error {
 	if err := a.Queue.Enqueue(ctx, wireContinuation{ID: id}.Encode(), queueDelay(wait)); err != nil {
@@ -271,7 +240,7 @@ func (a *Async) lostLease(ctx context.Context, s *session) error {
 	}
 	ctx, cancel := cleanupContext(ctx)
 	defer cancel()
-	rec, err := a.loadRecord(ctx, s.rec.ID)
+	rec, err := a.records().load(ctx, s.rec.ID)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return nil
@@ -419,7 +388,7 @@ func (a *Async) publish(ctx context.Context, s *session, status int, header http
 // not, or the check fails, it ends the session as lostLease or handOn does
 // and returns false with what the caller must return.
 func (a *Async) holds(ctx context.Context, s *session, all []core.Attempt) (bool, error) {
-	rec, err := a.loadRecord(ctx, s.rec.ID)
+	rec, err := a.records().load(ctx, s.rec.ID)
 	if err != nil {
 		return false, errors.Join(fmt.Errorf("continuation %s: check claim: %w", s.rec.ID, err), a.handOn(ctx, s, all, false))
 	}
@@ -462,7 +431,7 @@ func (a *Async) adoptResult(ctx context.Context, s *session) (bool, error) {
 func (a *Async) finalize(ctx context.Context, id string, status int, gatewayCode string, completed time.Time, all []core.Attempt) error {
 	state := resultState(status, gatewayCode)
 	var topic string
-	_, err := a.updateRecord(ctx, id, func(r *asyncRecord) error {
+	_, err := a.records().update(ctx, id, func(r *asyncRecord) error {
 		topic = r.Topic
 		return r.commit(state, recordResult{Status: status, CompletedAt: completed, Code: trimCode(gatewayCode)}, all)
 	})
@@ -490,7 +459,7 @@ func (a *Async) handOn(ctx context.Context, s *session, all []core.Attempt, chec
 		return a.commitCancel(ctx, s, all)
 	}
 	s.end()
-	_, err := a.updateRecord(ctx, s.rec.ID, func(r *asyncRecord) error { return r.release(s.owner, all, checkpoint) })
+	_, err := a.records().update(ctx, s.rec.ID, func(r *asyncRecord) error { return r.release(s.owner, all, checkpoint) })
 	if errors.Is(err, ErrLeaseLost) {
 		return a.lostLease(ctx, s)
 	}

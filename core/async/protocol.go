@@ -12,7 +12,7 @@ package async
 // (gateway/records/<id>.json), the queue message {"v":1,"id":…}, and, when
 // the client gave an Idempotency-Key, the idempotency index entry
 // (gateway/idempotency/<hex sha256 of profile, key and caller>, see
-// scopedIdempotencyKey). Only then does it
+// idempotency.key). Only then does it
 // return the Accepted the 202 is made of. Every queue delivery runs Process;
 // the queue delivers at least once, so Process may run twice for one message,
 // concurrently, or after a crash.

@@ -46,7 +46,7 @@ func (f forwarded) close() {
 //     *Error when the hand-off could not be made durable.
 //
 // Before anything is forwarded, a client's Idempotency-Key seen before is
-// answered from the idempotency index (Replay): the first submission's
+// answered from the idempotency index (idempotency.replay): the first submission's
 // Accepted, or a ReasonIdempotencyKeyReused *Error; the backend is not
 // called.
 //
@@ -67,7 +67,7 @@ func (f forwarded) close() {
 // Idempotency-Key. The in-process finish stops at Continuations' shutdown:
 // its claim is released and a message left for another instance.
 func (a *Async) Run(ctx context.Context, req *core.Request, profile *core.Profile) (*core.Result, *Accepted, error) {
-	if acc, err := a.Replay(ctx, req, profile); err != nil || acc != nil {
+	if acc, err := a.idempotency().replay(ctx, req, profile); err != nil || acc != nil {
 		return nil, acc, err
 	}
 	if req.Budget.Arrival.IsZero() {
@@ -158,7 +158,7 @@ func (a *Async) Run(ctx context.Context, req *core.Request, profile *core.Profil
 	}
 	// Listen for a cancel before the 202 leaves: a client may DELETE the
 	// moment it has the status URI, before finishInProcess runs.
-	unlisten := a.listenCancel(claim.ID(), cancel)
+	unlisten := a.cancels.listen(claim.ID(), cancel)
 	go a.finishInProcess(ctx, claim, work, done, cancel, func() { unlisten(); release() })
 	return nil, acc, nil
 }

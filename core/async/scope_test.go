@@ -89,15 +89,15 @@ func TestCallerScopeUnambiguous(t *testing.T) {
 	bg := context.Background()
 	scopes := map[string]string{}
 	for name, s := range map[string]string{
-		"A=x,B=y":      a.callerScope(bg, http.Header{"A": {"x"}, "B": {"y"}}),
-		"A=xB=y":       a.callerScope(bg, http.Header{"A": {"xB=y"}}),
-		"A=x,y":        a.callerScope(bg, http.Header{"A": {"x", "y"}}),
-		"A=x y":        a.callerScope(bg, http.Header{"A": {"x y"}}),
-		"B=x":          a.callerScope(bg, http.Header{"B": {"x"}}),
-		"none":         a.callerScope(bg, http.Header{}),
-		"empty A":      a.callerScope(bg, http.Header{"A": {""}}),
-		"caller x":     a.callerScope(WithCaller(bg, "x"), http.Header{}),
-		"A=x caller x": a.callerScope(WithCaller(bg, "x"), http.Header{"A": {"x"}}),
+		"A=x,B=y":      a.idempotency().callerScope(bg, http.Header{"A": {"x"}, "B": {"y"}}),
+		"A=xB=y":       a.idempotency().callerScope(bg, http.Header{"A": {"xB=y"}}),
+		"A=x,y":        a.idempotency().callerScope(bg, http.Header{"A": {"x", "y"}}),
+		"A=x y":        a.idempotency().callerScope(bg, http.Header{"A": {"x y"}}),
+		"B=x":          a.idempotency().callerScope(bg, http.Header{"B": {"x"}}),
+		"none":         a.idempotency().callerScope(bg, http.Header{}),
+		"empty A":      a.idempotency().callerScope(bg, http.Header{"A": {""}}),
+		"caller x":     a.idempotency().callerScope(WithCaller(bg, "x"), http.Header{}),
+		"A=x caller x": a.idempotency().callerScope(WithCaller(bg, "x"), http.Header{"A": {"x"}}),
 	} {
 		if other, dup := scopes[s]; dup {
 			t.Errorf("%s and %s share a scope", name, other)

@@ -11,8 +11,8 @@ import (
 // changes it or says why not (errNoop: nothing to write; errLeased: another
 // worker's claim is live; ErrLeaseLost: the caller's claim is gone;
 // errMovedOn: the record went on without the caller), and does no I/O.
-// The engine runs each inside updateRecord, which owns the conditional
-// read-modify-write; async_state_test.go tests them as a table.
+// The engine runs each inside records.update, which owns the conditional
+// read-modify-write; state_test.go tests them as a table.
 //
 //	submit          → queued, or running under an inflight claim
 //	claim           queued/running/cancelling → running (or as it was, once
