@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -504,43 +503,6 @@ func ParseProfiles(data []byte) (Profiles, error) {
 		out[p.UserID] = p
 	}
 	return out, nil
-}
-
-// TopicChecker is an optional capability of a Notifier: it tells, without
-// sending anything, whether the store accepts a topic name (the file
-// store's JSON-lines files, an Azure queue name, an SQS queue name).
-type TopicChecker interface {
-	// CheckTopic returns an error saying what a valid name is when topic
-	// is not one.
-	CheckTopic(topic string) error
-}
-
-// ValidateTopics checks every profile's async-config.topic against n, so
-// that a topic the store cannot accept stops the start-up instead of
-// losing every notification. n is the async engine's notifier; one that is
-// not a TopicChecker (or nil) accepts every topic. The error is a
-// *SettingError naming UserProfiles.
-func (p Profiles) ValidateTopics(n any) error {
-	tc, ok := n.(TopicChecker)
-	if !ok {
-		return nil
-	}
-	ids := make([]string, 0, len(p))
-	for id := range p {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		topic := p[id].Async.Topic
-		if topic == "" {
-			continue
-		}
-		if err := tc.CheckTopic(topic); err != nil {
-			return &SettingError{Name: "UserProfiles", Value: fmt.Sprintf("profile %q async-config.topic %q", id, topic),
-				Want: "want a topic name the async store accepts: " + err.Error()}
-		}
-	}
-	return nil
 }
 
 // ValidContainer reports whether s is a valid container name: 3 to 63

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -370,53 +369,6 @@ func TestByteBudget(t *testing.T) {
 	huge := NewByteBudget(1 << 62)
 	if !huge.Acquire(1<<62) || huge.Acquire(1<<62) {
 		t.Error("a budget near the int64 limit overflowed")
-	}
-}
-
-// topicNotifier accepts topics of lowercase letters only.
-type topicNotifier struct{}
-
-func (*topicNotifier) CheckTopic(topic string) error {
-	if strings.Trim(topic, "abcdefghijklmnopqrstuvwxyz") != "" {
-		return errors.New("want lowercase letters")
-	}
-	return nil
-}
-
-func TestValidateTopics(t *testing.T) {
-	profiles := func(topics ...string) Profiles {
-		p := Profiles{}
-		for i, tp := range topics {
-			id := "u" + strconv.Itoa(i)
-			p[id] = Profile{UserID: id, Async: AsyncConfig{Enabled: true, Topic: tp}}
-		}
-		return p
-	}
-	tests := []struct {
-		name    string
-		p       Profiles
-		n       any
-		wantErr string
-	}{
-		{"valid topics", profiles("events", "", "other"), &topicNotifier{}, ""},
-		{"bad topic", profiles("events", "bad/topic"), &topicNotifier{}, `setting UserProfiles="profile \"u1\" async-config.topic \"bad/topic\"": want a topic name the async store accepts: want lowercase letters`},
-		{"notifier that cannot check", profiles("bad/topic"), struct{}{}, ""},
-		{"no notifier", profiles("bad/topic"), nil, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := tt.p.ValidateTopics(tt.n)
-			if tt.wantErr == "" {
-				if err != nil {
-					t.Fatalf("ValidateTopics = %v; want nil", err)
-				}
-				return
-			}
-			var se *SettingError
-			if !errors.As(err, &se) || se.Name != "UserProfiles" || err.Error() != tt.wantErr {
-				t.Fatalf("ValidateTopics = %v;\nwant %s", err, tt.wantErr)
-			}
-		})
 	}
 }
 

@@ -205,7 +205,7 @@ func assemble(ctx context.Context, s *core.Settings, host core.HostCaps, logger 
 		if err != nil {
 			return nil, err
 		}
-		if err := s.UserProfiles.ValidateTopics(p.notifier); err != nil {
+		if err := async.ValidateTopics(s.UserProfiles, p.notifier); err != nil {
 			return nil, err
 		}
 		gw.async = newAsync(s, p, fwd, stats, host, logger)

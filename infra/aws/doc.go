@@ -14,7 +14,7 @@
 // create, If-Match: <ETag> to update), the same optimistic protocol as Azure
 // ETags. The bucket and queues are created on first use when missing. The
 // Queue is a async.VisibilityExtender (ChangeMessageVisibility) and the
-// Notifier a core.TopicChecker (topics are standard queue names). AWS
+// Notifier a async.TopicChecker (topics are standard queue names). AWS
 // errors are mapped to async.ErrNotFound and async.ErrConflict where the ports
 // say so; other errors are returned wrapped, with a short prefix naming the
 // operation.

@@ -8,13 +8,12 @@ import (
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"fngateway/core"
 	"fngateway/core/async"
 )
 
 var (
-	_ async.Notifier    = (*Notifier)(nil)
-	_ core.TopicChecker = (*Notifier)(nil)
+	_ async.Notifier     = (*Notifier)(nil)
+	_ async.TopicChecker = (*Notifier)(nil)
 )
 
 // Notifier implements async.Notifier on SQS: a topic is the standard queue

@@ -222,7 +222,7 @@ func TestNotifierCheckTopic(t *testing.T) {
 			t.Errorf("CheckTopic(%.90q) = %q; want it to say what a valid name is", tc.topic, err)
 		}
 		profiles := core.Profiles{"u": {UserID: "u", Async: core.AsyncConfig{Enabled: true, Topic: tc.topic}}}
-		err = profiles.ValidateTopics(n)
+		err = async.ValidateTopics(profiles, n)
 		var se *core.SettingError
 		switch {
 		case tc.topic == "" && err != nil: // no topic: nothing to check

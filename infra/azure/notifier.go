@@ -6,13 +6,12 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/v2"
 
-	"fngateway/core"
 	"fngateway/core/async"
 )
 
 var (
-	_ async.Notifier    = (*Notifier)(nil)
-	_ core.TopicChecker = (*Notifier)(nil)
+	_ async.Notifier     = (*Notifier)(nil)
+	_ async.TopicChecker = (*Notifier)(nil)
 )
 
 // CheckTopic reports whether Notify accepts topic as a queue name
