@@ -1,5 +1,5 @@
-// Package aws implements core's ports on AWS: a Store on S3, a Queue and a
-// Notifier on SQS.
+// Package aws implements core/async's ports on AWS: a Store on S3, a Queue
+// and a Notifier on SQS.
 //
 // Everything is made from a Config holding the SDK's configuration
 // (credentials, region, HTTP client), which the edge loads with the SDK's

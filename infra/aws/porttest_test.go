@@ -8,7 +8,7 @@ import (
 	"fngateway/internal/emulators"
 )
 
-// TestStorePort runs core's Store conformance suite against S3
+// TestStorePort runs core/async's Store conformance suite against S3
 // (versitygw); every subtest works in its own container (key prefix) of
 // one bucket, which the first write creates.
 func TestStorePort(t *testing.T) {
@@ -17,7 +17,7 @@ func TestStorePort(t *testing.T) {
 	porttest.TestStore(t, func(*testing.T) async.Store { return store })
 }
 
-// TestQueuePort runs core's Queue conformance suite against SQS (fauxqs),
+// TestQueuePort runs core/async's Queue conformance suite against SQS (fauxqs),
 // a fresh queue per subtest.
 func TestQueuePort(t *testing.T) {
 	t.Parallel()

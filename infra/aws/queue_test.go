@@ -19,7 +19,7 @@ import (
 
 // TestQueue runs Queues against one fauxqs; subtests use queues of their
 // own and run in parallel. What every Queue must do (delivery, visibility,
-// redelivery, delay, Extend) is core/porttest's, run by TestQueuePort;
+// redelivery, delay, Extend) is core/async/porttest's, run by TestQueuePort;
 // here is what is SQS's own.
 func TestQueue(t *testing.T) {
 	t.Parallel()

@@ -20,7 +20,7 @@ import (
 // TestStore runs the Store against one versitygw; subtests use buckets or
 // containers of their own and run in parallel. What every Store must do
 // (not found, conditional writes and their races, blobs created once,
-// whole or not at all) is core/porttest's, run by TestStorePort; here is
+// whole or not at all) is core/async/porttest's, run by TestStorePort; here is
 // what is S3's own: missing buckets, ETags, multipart uploads, prefixes.
 func TestStore(t *testing.T) {
 	t.Parallel()

@@ -1,5 +1,5 @@
-// Package azure implements core's ports on Azure Storage: a Store on Blob
-// storage, a Queue and a Notifier on Queue storage.
+// Package azure implements core/async's ports on Azure Storage: a Store on
+// Blob storage, a Queue and a Notifier on Queue storage.
 //
 // Everything starts from an Account, made by NewAccount from a Config that
 // names the storage account one of two ways, as the Azure Functions host does

@@ -8,7 +8,7 @@ import (
 	"fngateway/internal/emulators"
 )
 
-// TestStorePort runs core's Store conformance suite against Blob storage
+// TestStorePort runs core/async's Store conformance suite against Blob storage
 // (Azurite); every subtest works in its own container.
 func TestStorePort(t *testing.T) {
 	t.Parallel()
@@ -16,7 +16,7 @@ func TestStorePort(t *testing.T) {
 	porttest.TestStore(t, func(*testing.T) async.Store { return store })
 }
 
-// TestQueuePort runs core's Queue conformance suite against Queue storage
+// TestQueuePort runs core/async's Queue conformance suite against Queue storage
 // (Azurite), a fresh queue per subtest.
 func TestQueuePort(t *testing.T) {
 	t.Parallel()

@@ -50,7 +50,7 @@ func receiveOne(tb testing.TB, q *azure.Queue, visibility, timeout time.Duration
 
 // TestQueue runs what is specific to the Azure Queue and the Notifier
 // against one Azurite (wire format, message size, names); the semantics
-// core relies on are checked by core/porttest in TestQueuePort. Subtests
+// core relies on are checked by core/async/porttest in TestQueuePort. Subtests
 // use their own queues and run in parallel.
 func TestQueue(t *testing.T) {
 	t.Parallel()

@@ -17,7 +17,7 @@ import (
 
 // TestStore runs what is specific to the Blob Store against one Azurite
 // (key rules, SAS URLs); the semantics core relies on are checked by
-// core/porttest in TestStorePort. Subtests use their own containers and
+// core/async/porttest in TestStorePort. Subtests use their own containers and
 // run in parallel.
 func TestStore(t *testing.T) {
 	t.Parallel()

@@ -135,7 +135,7 @@ func TestPutGet(t *testing.T) {
 		t.Fatalf("version unchanged by Put: %s", v1)
 	}
 
-	// Conditions and races: core/porttest (TestStorePort). Here: what is
+	// Conditions and races: core/async/porttest (TestStorePort). Here: what is
 	// the file store's own.
 	if _, err := s.Put(ctx, "fresh/a/b/c", []byte("deep"), ""); err != nil {
 		t.Fatalf("create in a new nested container: %v", err)
