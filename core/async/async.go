@@ -3,12 +3,9 @@ package async
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -217,13 +214,6 @@ func asyncDataKey(container, id string) string {
 }
 func asyncHeaderKey(container, id string) string {
 	return container + "/" + id + "/headers.json"
-}
-
-// newAsyncID returns 128 random bits as 32 lowercase hex digits.
-func newAsyncID() string {
-	var b [16]byte
-	rand.Read(b[:]) // never fails (crypto/rand, Go ≥ 1.24)
-	return hex.EncodeToString(b[:])
 }
 
 func (a *Async) ttl() time.Duration {
@@ -543,31 +533,6 @@ func (a *Async) Status(ctx context.Context, id string) (*StatusView, error) {
 		return nil, fmt.Errorf("async status %s: sign header URL: %w", id, err)
 	}
 	return v, nil
-}
-
-// resultState is the final state of a result: expired or failed when the
-// gateway ended the request with that error code, failed when the
-// backend's last answer was a server failure (5xx or 429), else succeeded.
-func resultState(status int, gatewayCode string) State {
-	switch {
-	case gatewayCode == core.ReasonTTLExpired.Code():
-		return StateExpired
-	case gatewayCode == core.ReasonCanceled.Code():
-		return StateCanceled
-	case gatewayCode != "", status >= 500, status == http.StatusTooManyRequests:
-		return StateFailed
-	}
-	return StateSucceeded
-}
-
-func (s State) notification() string {
-	switch s {
-	case StateSucceeded:
-		return notifyProcessed
-	case StateExpired:
-		return notifyExpired
-	}
-	return notifyFailed
 }
 
 func minTime(a, b time.Time) time.Time {

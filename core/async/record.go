@@ -2,6 +2,8 @@ package async
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -285,6 +287,13 @@ func validMethod(m string) bool {
 		}
 	}
 	return true
+}
+
+// newAsyncID returns 128 random bits as 32 lowercase hex digits.
+func newAsyncID() string {
+	var b [16]byte
+	rand.Read(b[:]) // never fails (crypto/rand, Go ≥ 1.24)
+	return hex.EncodeToString(b[:])
 }
 
 // validAsyncID reports whether s is an id as newAsyncID makes them: 32

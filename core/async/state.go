@@ -1,6 +1,7 @@
 package async
 
 import (
+	"net/http"
 	"time"
 
 	"fngateway/core"
@@ -142,4 +143,29 @@ func (r *asyncRecord) abandon(owner string) error {
 		return nil
 	}
 	return errMovedOn
+}
+
+// resultState is the final state of a result: expired or failed when the
+// gateway ended the request with that error code, failed when the
+// backend's last answer was a server failure (5xx or 429), else succeeded.
+func resultState(status int, gatewayCode string) State {
+	switch {
+	case gatewayCode == core.ReasonTTLExpired.Code():
+		return StateExpired
+	case gatewayCode == core.ReasonCanceled.Code():
+		return StateCanceled
+	case gatewayCode != "", status >= 500, status == http.StatusTooManyRequests:
+		return StateFailed
+	}
+	return StateSucceeded
+}
+
+func (s State) notification() string {
+	switch s {
+	case StateSucceeded:
+		return notifyProcessed
+	case StateExpired:
+		return notifyExpired
+	}
+	return notifyFailed
 }
