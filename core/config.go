@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"net/url"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -511,7 +511,7 @@ func ParseProfiles(data []byte) (Profiles, error) {
 		if _, dup := out[p.UserID]; dup {
 			return nil, fmt.Errorf("profile %d: userId %q appears twice", i, p.UserID)
 		}
-		if c := p.Async.ContainerName; c != "" && !validContainer(c) {
+		if c := p.Async.ContainerName; c != "" && !ValidContainer(c) {
 			return nil, fmt.Errorf("profile %q: async-config.containername %q: want 3-63 lowercase letters, digits and single hyphens", p.UserID, c)
 		}
 		out[p.UserID] = p
@@ -519,43 +519,10 @@ func ParseProfiles(data []byte) (Profiles, error) {
 	return out, nil
 }
 
-// TopicChecker is an optional capability of a Notifier: it tells, without
-// sending anything, whether the store accepts a topic name (the file
-// store's JSON-lines files, an Azure queue name, an SQS queue name).
-type TopicChecker interface {
-	// CheckTopic returns an error saying what a valid name is when topic
-	// is not one.
-	CheckTopic(topic string) error
-}
-
-// ValidateTopics checks every profile's async-config.topic against n, so
-// that a topic the store cannot accept stops the start-up instead of
-// losing every notification. A Notifier that is not a TopicChecker accepts
-// every topic. The error is a *SettingError naming UserProfiles.
-func (p Profiles) ValidateTopics(n Notifier) error {
-	tc, ok := n.(TopicChecker)
-	if !ok {
-		return nil
-	}
-	ids := make([]string, 0, len(p))
-	for id := range p {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		topic := p[id].Async.Topic
-		if topic == "" {
-			continue
-		}
-		if err := tc.CheckTopic(topic); err != nil {
-			return &SettingError{Name: "UserProfiles", Value: fmt.Sprintf("profile %q async-config.topic %q", id, topic),
-				Want: "want a topic name the async store accepts: " + err.Error()}
-		}
-	}
-	return nil
-}
-
-func validContainer(s string) bool {
+// ValidContainer reports whether s is a valid container name: 3 to 63
+// lowercase letters, digits and single hyphens, neither first nor last (an
+// Azure container's rules, which S3 prefixes and directories also meet).
+func ValidContainer(s string) bool {
 	if len(s) < 3 || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' || strings.Contains(s, "--") {
 		return false
 	}
@@ -623,6 +590,10 @@ func (s *Settings) Validate(limit time.Duration, explicit func(name string) bool
 	return nil
 }
 
+// DefaultMaxContinuations is MaxContinuations' default: the continuations
+// one instance works on at once.
+const DefaultMaxContinuations = 16
+
 // ContinuationsPerProfile returns MaxContinuationsPerProfile, or, when it
 // is not set, half of MaxContinuations rounded up (MaxContinuations'
 // default when that is not set either).
@@ -649,6 +620,24 @@ func (h *HeaderNames) Decode(s string) error {
 	}
 	*h = names
 	return nil
+}
+
+// ParseHeaderNames parses a comma-separated list of HTTP header names
+// (IdempotencyScopeHeaders), trimmed and canonicalised. An empty list, an
+// empty element or a name that is not an HTTP token is an error.
+func ParseHeaderNames(s string) ([]string, error) {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		name := strings.TrimSpace(part)
+		if name == "" {
+			return nil, fmt.Errorf("empty header name in %.60q", s)
+		}
+		if !IsToken(name) {
+			return nil, fmt.Errorf("%.60q is not an HTTP header name", name)
+		}
+		out = append(out, http.CanonicalHeaderKey(name))
+	}
+	return out, nil
 }
 
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }

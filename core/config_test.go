@@ -3,8 +3,8 @@ package core
 import (
 	"encoding/json"
 	"errors"
+	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -292,7 +292,7 @@ func FuzzParseProfiles(f *testing.F) {
 			if id == "" || id != p.UserID {
 				t.Fatalf("profile keyed %q has userId %q", id, p.UserID)
 			}
-			if c := p.Async.ContainerName; c != "" && !validContainer(c) {
+			if c := p.Async.ContainerName; c != "" && !ValidContainer(c) {
 				t.Fatalf("accepted container name %q", c)
 			}
 		}
@@ -380,53 +380,6 @@ func TestByteBudget(t *testing.T) {
 	}
 }
 
-// topicNotifier accepts topics of lowercase letters only.
-type topicNotifier struct{ fakeNotifier }
-
-func (*topicNotifier) CheckTopic(topic string) error {
-	if strings.Trim(topic, "abcdefghijklmnopqrstuvwxyz") != "" {
-		return errors.New("want lowercase letters")
-	}
-	return nil
-}
-
-func TestValidateTopics(t *testing.T) {
-	profiles := func(topics ...string) Profiles {
-		p := Profiles{}
-		for i, tp := range topics {
-			id := "u" + strconv.Itoa(i)
-			p[id] = Profile{UserID: id, Async: AsyncConfig{Enabled: true, Topic: tp}}
-		}
-		return p
-	}
-	tests := []struct {
-		name    string
-		p       Profiles
-		n       Notifier
-		wantErr string
-	}{
-		{"valid topics", profiles("events", "", "other"), &topicNotifier{}, ""},
-		{"bad topic", profiles("events", "bad/topic"), &topicNotifier{}, `setting UserProfiles="profile \"u1\" async-config.topic \"bad/topic\"": want a topic name the async store accepts: want lowercase letters`},
-		{"notifier that cannot check", profiles("bad/topic"), &fakeNotifier{}, ""},
-		{"no notifier", profiles("bad/topic"), nil, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := tt.p.ValidateTopics(tt.n)
-			if tt.wantErr == "" {
-				if err != nil {
-					t.Fatalf("ValidateTopics = %v; want nil", err)
-				}
-				return
-			}
-			var se *SettingError
-			if !errors.As(err, &se) || se.Name != "UserProfiles" || err.Error() != tt.wantErr {
-				t.Fatalf("ValidateTopics = %v;\nwant %s", err, tt.wantErr)
-			}
-		})
-	}
-}
-
 // TestContinuationsPerProfileSetting: MaxContinuationsPerProfile defaults
 // to half of MaxContinuations, rounded up; IdempotencyScopeHeaders to
 // Authorization, and a bad list names the setting's expectation.
@@ -456,4 +409,49 @@ func TestContinuationsPerProfileSetting(t *testing.T) {
 	if c.Decode("0") == nil {
 		t.Error("MaxContinuationsPerProfile=0 accepted; want a positive count")
 	}
+}
+
+func TestParseHeaderNames(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    string
+		wantErr bool
+	}{
+		{"Authorization", "Authorization", false},
+		{" authorization , x-api-key", "Authorization,X-Api-Key", false},
+		{"", "", true},
+		{"Authorization,", "", true},
+		{"Bad Name", "", true},
+		{"a:b", "", true},
+		{strings.Repeat("a", 257), "", true},
+	}
+	for _, tt := range tests {
+		got, err := ParseHeaderNames(tt.in)
+		if (err != nil) != tt.wantErr || strings.Join(got, ",") != tt.want {
+			t.Errorf("ParseHeaderNames(%.20q) = %v, %v; want %q, error %v", tt.in, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+// FuzzParseHeaderNames: whatever is accepted round-trips: joined with
+// commas it parses to the same names, each a token.
+func FuzzParseHeaderNames(f *testing.F) {
+	f.Add("Authorization")
+	f.Add(" a , b-c,X_Y ")
+	f.Add(",")
+	f.Fuzz(func(t *testing.T, s string) {
+		names, err := ParseHeaderNames(s)
+		if err != nil {
+			return
+		}
+		again, err := ParseHeaderNames(strings.Join(names, ","))
+		if err != nil || strings.Join(again, ",") != strings.Join(names, ",") {
+			t.Fatalf("%q parsed to %q, which parses to %q, %v", s, names, again, err)
+		}
+		for _, n := range names {
+			if !IsToken(n) || http.CanonicalHeaderKey(n) != n {
+				t.Fatalf("%q gave name %q", s, n)
+			}
+		}
+	})
 }

@@ -1,16 +1,19 @@
 // Package core is the platform-neutral heart of the gateway: its settings and
 // their validation, the deadline arithmetic (TTL, per-attempt Timeout, the
-// host's execution limit less a margin), the attempt loop that forwards a
-// request to a route's hosts, the async continuation machinery and the ports
-// (Store, Queue, Notifier) it drives.
+// host's execution limit less a margin), the retry policy and the attempt
+// loop that forwards a request to a route's hosts, and the Observer port it
+// reports to. The async engine, which hands a request on and continues it in
+// later invocations, lives in core/async: it depends on core, never the
+// other way round.
 //
 // Rules of use:
 //   - core imports nothing from adapters/, infra/ or any cloud SDK. Hosts
 //     (adapters/) turn a platform's request and time budget into a Request
-//     and a context deadline; infra/ implements the ports.
+//     and a context deadline; infra/ implements the ports (core/async's
+//     Store, Queue and Notifier).
 //   - Core reads time budgets only from ctx.Deadline() and its own settings;
 //     it never reads the environment.
-//   - Core returns errors (sentinels such as ErrNotFound, or *Error with a
+//   - Core returns errors (sentinels such as ErrFunctionLimit, or *Error with a
 //     Reason); adapters map them to status codes and log them.
 //
 // Values documented as read-only after construction (Settings, Router,

@@ -36,6 +36,9 @@ type Stats struct {
 	// Async hand-offs.
 	AsyncAccepted    atomic.Int64
 	AsyncUnavailable atomic.Int64
+	// AsyncNotificationsDropped counts lifecycle notifications dropped
+	// because the background sender's queue was full.
+	AsyncNotificationsDropped atomic.Int64
 
 	// Upstream policy (CONTRACT §4).
 	Hedges               atomic.Int64 // attempts started beside one whose Timeout fired
@@ -70,6 +73,14 @@ func (s *Stats) CountRequest() {
 func (s *Stats) CountBackendCut() {
 	if s != nil {
 		s.StreamBackendCut.Add(1)
+	}
+}
+
+// CountNotificationDropped counts a lifecycle notification dropped
+// because the background sender's queue was full.
+func (s *Stats) CountNotificationDropped() {
+	if s != nil {
+		s.AsyncNotificationsDropped.Add(1)
 	}
 }
 
@@ -139,6 +150,7 @@ func (s *Stats) Snapshot() map[string]int64 {
 		"stream_backend_cut":             s.StreamBackendCut.Load(),
 		"async_accepted":                 s.AsyncAccepted.Load(),
 		"async_unavailable":              s.AsyncUnavailable.Load(),
+		"async_notifications_dropped":    s.AsyncNotificationsDropped.Load(),
 		"hedges":                         s.Hedges.Load(),
 		"retry_budget_exhausted":         s.RetryBudgetExhausted.Load(),
 		"ejections":                      s.Ejections.Load(),

@@ -9,15 +9,16 @@ import (
 
 	"fngateway/adapters/local"
 	"fngateway/core"
+	"fngateway/core/async"
 	"fngateway/infra/filestore"
 )
 
 // asyncParts are the store, queue and notifier AsyncStore and AsyncQueue
 // name.
 type asyncParts struct {
-	store    core.Store
-	queue    core.Queue
-	notifier core.Notifier
+	store    async.Store
+	queue    async.Queue
+	notifier async.Notifier
 	files    *filestore.Store // the embedded store (file:), nil otherwise
 }
 
@@ -48,8 +49,8 @@ func openAsync(ctx context.Context, s *core.Settings) (*asyncParts, error) {
 }
 
 // newAsync is the async engine over p, forwarding with fwd.
-func newAsync(s *core.Settings, p *asyncParts, fwd *core.Forwarder, stats *core.Stats, host core.HostCaps, logger *slog.Logger) *core.Async {
-	return &core.Async{
+func newAsync(s *core.Settings, p *asyncParts, fwd *core.Forwarder, stats *core.Stats, host core.HostCaps, logger *slog.Logger) *async.Async {
+	return &async.Async{
 		Store:          p.store,
 		Queue:          p.queue,
 		Notifier:       p.notifier,
@@ -59,7 +60,7 @@ func newAsync(s *core.Settings, p *asyncParts, fwd *core.Forwarder, stats *core.
 		Timeout:        s.AsyncTimeout.D(),
 		Margin:         s.FunctionLimitMarginMs.D(),
 		TriggerTimeout: s.AsyncTriggerTimeout.D(),
-		Continuations:  core.NewProfileContinuations(int(s.MaxContinuations), s.ContinuationsPerProfile()),
+		Continuations:  async.NewProfileContinuations(int(s.MaxContinuations), s.ContinuationsPerProfile()),
 		ScopeHeaders:   s.IdempotencyScopeHeaders,
 		Stats:          stats,
 		Host:           host,
@@ -72,9 +73,9 @@ func newAsync(s *core.Settings, p *asyncParts, fwd *core.Forwarder, stats *core.
 // localWorker is the local host's in-process queue worker for a's queue.
 // Its messages stay hidden for one lease, renewed while they run; a queue
 // that cannot renew hides them for a whole attempt.
-func localWorker(s *core.Settings, a *core.Async, limit time.Duration, logger *slog.Logger) *local.Worker {
-	visibility := core.DefaultLease
-	if _, ok := a.Queue.(core.VisibilityExtender); !ok {
+func localWorker(s *core.Settings, a *async.Async, limit time.Duration, logger *slog.Logger) *local.Worker {
+	visibility := async.DefaultLease
+	if _, ok := a.Queue.(async.VisibilityExtender); !ok {
 		visibility = s.AsyncTimeout.D() + s.FunctionLimitMarginMs.D() + 30*time.Second
 	}
 	return &local.Worker{Queue: a.Queue, Async: a, Logger: logger, Visibility: visibility, Limit: limit}

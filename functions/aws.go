@@ -8,13 +8,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 
 	"fngateway/core"
+	"fngateway/core/async"
 	"fngateway/infra/aws"
 )
 
 type awsParts struct {
-	store    core.Store
-	queue    core.Queue
-	notifier core.Notifier
+	store    async.Store
+	queue    async.Queue
+	notifier async.Notifier
 }
 
 // sqsQueueURLWant describes AsyncQueue's value with an s3:// store.

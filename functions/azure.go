@@ -8,6 +8,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 
 	"fngateway/core"
+	"fngateway/core/async"
 	"fngateway/infra/azure"
 )
 
@@ -16,9 +17,9 @@ import (
 const defaultAzureQueue = "gateway-continuations"
 
 type azureParts struct {
-	store    core.Store
-	queue    core.Queue
-	notifier core.Notifier
+	store    async.Store
+	queue    async.Queue
+	notifier async.Notifier
 }
 
 // openAzure connects AsyncStore=azure to the storage account the Functions

@@ -27,6 +27,7 @@ import (
 	"fngateway/adapters/lambda"
 	"fngateway/adapters/local"
 	"fngateway/core"
+	"fngateway/core/async"
 	"fngateway/infra/filestore"
 	"fngateway/infra/otel"
 )
@@ -136,7 +137,7 @@ func runLocal(ctx context.Context, demo bool, logger *slog.Logger, stderr io.Wri
 // addServer adds to g a server, which serves until ctx ends (SIGTERM) or
 // another of g's goroutines returns, and the drain of gw's continuations
 // at the same moment: the server stops taking requests (the local worker
-// stops receiving) while the continuations in progress get core.DrainGrace
+// stops receiving) while the continuations in progress get async.DrainGrace
 // to finish; those that cannot are stopped and their claims released, so
 // the queued continuation resumes them at once. A server that fails to
 // start ends the group.
@@ -148,7 +149,7 @@ func addServer(g *group, ctx context.Context, serve func(context.Context) error,
 	drain := make(chan struct{})
 	g.Add(func() error {
 		<-drain
-		dctx, cancel := context.WithTimeout(context.Background(), core.DrainGrace)
+		dctx, cancel := context.WithTimeout(context.Background(), async.DrainGrace)
 		defer cancel()
 		if err := gw.drain(dctx); err != nil {
 			logger.Warn("draining continuations", slog.String("err", err.Error()))
@@ -172,7 +173,7 @@ type gateway struct {
 	// api is the gateway's HTTP face.
 	api *httpapi.Handler
 	// async runs continuations; nil with AsyncModeEnabled=false.
-	async *core.Async
+	async *async.Async
 	// files is the embedded store (AsyncStore=file:), which sweeps what
 	// expired; nil otherwise.
 	files *filestore.Store
@@ -204,7 +205,7 @@ func assemble(ctx context.Context, s *core.Settings, host core.HostCaps, logger 
 		if err != nil {
 			return nil, err
 		}
-		if err := s.UserProfiles.ValidateTopics(p.notifier); err != nil {
+		if err := async.ValidateTopics(s.UserProfiles, p.notifier); err != nil {
 			return nil, err
 		}
 		gw.async = newAsync(s, p, fwd, stats, host, logger)

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"fngateway/core"
+	"fngateway/core/async"
 )
 
 // Items 4-6 of the async robustness work, end to end on the local host:
@@ -289,7 +289,7 @@ func TestAsyncCorruptRecordWhileRunning(t *testing.T) {
 			// The in-process finish cannot commit; the message delayed to
 			// its lease's end (15 s) then finds the record corrupt, is
 			// settled and logged once.
-			gw.WaitLog(t, core.DefaultLease+loadMargin, func(m map[string]any) bool {
+			gw.WaitLog(t, async.DefaultLease+loadMargin, func(m map[string]any) bool {
 				e, _ := m["err"].(string)
 				return strings.Contains(e, acc.ID) && strings.Contains(e, "cannot be decoded")
 			})

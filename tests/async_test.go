@@ -22,7 +22,7 @@ import (
 	"testing"
 	"time"
 
-	"fngateway/core"
+	"fngateway/core/async"
 	"fngateway/infra/filestore"
 )
 
@@ -477,7 +477,7 @@ func TestAsyncSurvivesSIGKILL(t *testing.T) {
 	// one lease; a message received while the claim still lives comes back
 	// when it ends, rounded up to a whole second (what queues take); then
 	// one attempt, at most AsyncTimeout (it covers the 2 s backend).
-	within := core.DefaultLease + time.Second + 4*time.Second + loadMargin
+	within := async.DefaultLease + time.Second + 4*time.Second + loadMargin
 	resp, data, _ := waitResult(t, status, within)
 	if resp.StatusCode != 201 || string(data) != "report for /crash: payload-123" {
 		t.Errorf("result = %d %q", resp.StatusCode, data)

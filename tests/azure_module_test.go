@@ -21,7 +21,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
-	"fngateway/core"
+	"fngateway/core/async"
 	"fngateway/infra/azure"
 	"fngateway/internal/emulators"
 )
@@ -332,8 +332,8 @@ func TestAzureFunctionsModuleSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	var msg core.Message
-	wait := core.DefaultLease + loadMargin
+	var msg async.Message
+	wait := async.DefaultLease + loadMargin
 	deadline := time.Now().Add(wait)
 	for {
 		msgs, err := q.Receive(ctx, 1, 30*time.Second)

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"fngateway/core"
+	"fngateway/core/async"
 	"fngateway/infra/azure"
 	"fngateway/internal/emulators"
 )
@@ -314,7 +314,7 @@ func TestAzureFunctionsAsync(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	receive := func() core.Message {
+	receive := func() async.Message {
 		t.Helper()
 		deadline := time.Now().Add(loadMargin) // the message is queued at once
 		for {

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"fngateway/core"
+	"fngateway/core/async"
 	"fngateway/internal/emulators"
 )
 
@@ -246,7 +246,7 @@ func TestTraceAsyncContinuationAfterSIGKILL(t *testing.T) {
 	// The status URI answers the backend's own result (201) once done: the
 	// restarted gateway first waits out the killed one's claim (the lease),
 	// then runs the attempt; the margin is for a loaded machine.
-	if resp, body, _ := waitResult(t, strings.Replace(acc.StatusURI, gw.URL, gw2.URL, 1), core.DefaultLease+30*time.Second); resp.StatusCode != http.StatusCreated {
+	if resp, body, _ := waitResult(t, strings.Replace(acc.StatusURI, gw.URL, gw2.URL, 1), async.DefaultLease+30*time.Second); resp.StatusCode != http.StatusCreated {
 		t.Fatalf("status URI answered %d %s once done; want the backend's 201", resp.StatusCode, body)
 	}
 	tr, _ = j.WaitTrace(t, clientTraceID, 20*time.Second, func(tr emulators.Trace) bool {

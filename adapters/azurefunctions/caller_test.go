@@ -5,12 +5,12 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"fngateway/core"
+	"fngateway/core/async"
 )
 
 // TestCallerIdentity: on this host the principal App Service
 // authentication verified (X-MS-CLIENT-PRINCIPAL-ID, with its provider)
-// reaches the HTTP face as the request's verified caller (core.CallerOf),
+// reaches the HTTP face as the request's verified caller (async.CallerOf),
 // which scopes its Idempotency-Keys. The platform's front end removes
 // copies a client sends, so only this host reads them.
 func TestCallerIdentity(t *testing.T) {
@@ -28,7 +28,7 @@ func TestCallerIdentity(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got := "unset"
 			s := &Server{Gateway: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				got = core.CallerOf(r.Context())
+				got = async.CallerOf(r.Context())
 			})}
 			r := httptest.NewRequest("POST", "/reports/1", nil)
 			r.Header.Set(headerInvocationID, "inv-1")

@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"time"
 
-	"fngateway/core"
+	"fngateway/core/async"
 )
 
 // BindingName is the queue trigger's binding name in
@@ -145,7 +145,7 @@ func (s *Server) serveContinuation(w http.ResponseWriter, r *http.Request, arriv
 	case err == nil:
 		log.LogAttrs(ctx, slog.LevelInfo, "continuation", append(attrs, slog.Int("status", http.StatusOK))...)
 		s.answer(w, http.StatusOK, "continuation message "+inv.MessageID+" settled")
-	case errors.Is(err, core.ErrBadMessage):
+	case errors.Is(err, async.ErrBadMessage):
 		log.LogAttrs(ctx, slog.LevelError, "undecodable continuation message", append(attrs,
 			slog.Int("status", http.StatusUnprocessableEntity),
 			slog.String("body", base64.StdEncoding.EncodeToString(inv.Message)), slog.String("err", err.Error()))...)

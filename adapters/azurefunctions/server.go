@@ -32,6 +32,7 @@ import (
 
 	"fngateway/adapters/httpapi"
 	"fngateway/core"
+	"fngateway/core/async"
 )
 
 // Caps returns what this host can do: the process runs on after
@@ -54,15 +55,15 @@ const (
 	headerHostVersion  = "X-Azure-Functions-Hostversion"
 )
 
-// Continuer runs one continuation message: core.Async's Process. It
+// Continuer runs one continuation message: async.Async's Process. It
 // returns nil when the message is done with, an error wrapping
-// core.ErrBadMessage when it cannot be decoded, and any other error when
+// async.ErrBadMessage when it cannot be decoded, and any other error when
 // the queue should deliver it again.
 type Continuer interface {
 	Process(ctx context.Context, msg []byte) error
 }
 
-var _ Continuer = (*core.Async)(nil)
+var _ Continuer = (*async.Async)(nil)
 
 // Server serves the Functions host's invocations. Set its fields, then
 // call Run once. The zero value is not usable: set Addr and Gateway.
@@ -134,7 +135,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Header.Del(headerInvocationID)
 		r.Header.Del(headerHostVersion)
 		platformPeer(r)
-		ctx := core.WithCaller(r.Context(), principal(r.Header))
+		ctx := async.WithCaller(r.Context(), principal(r.Header))
 		if s.Limits.HTTP > 0 {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithDeadline(ctx, arrival.Add(s.Limits.HTTP))
@@ -154,7 +155,7 @@ const (
 )
 
 // principal returns the caller identity App Service authentication
-// verified, as core.WithCaller takes it ("azure-appservice:<provider>:<id>"),
+// verified, as async.WithCaller takes it ("azure-appservice:<provider>:<id>"),
 // or "" when the request carries none.
 func principal(h http.Header) string {
 	id := h.Get(headerPrincipalID)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"fngateway/core"
+	"fngateway/core/async"
 )
 
 // profileOf returns the profile the request selects with X-UserProfile,
@@ -42,7 +43,7 @@ func (h *Handler) asyncEligible(r *http.Request, route *core.Route, req *core.Re
 }
 
 // proxyAsync forwards an async-eligible request through core's trigger
-// race (core.Async.Run) and translates its outcome: the backend's answer in
+// race (async.Async.Run) and translates its outcome: the backend's answer in
 // line, 202 Accepted once handed off, or the gateway's error.
 func (h *Handler) proxyAsync(w http.ResponseWriter, r *http.Request, req *core.Request, lg *requestLog) {
 	res, acc, err := h.Async.Run(r.Context(), req, h.profileOf(r))
@@ -62,9 +63,9 @@ func (h *Handler) proxyAsync(w http.ResponseWriter, r *http.Request, req *core.R
 }
 
 // accepted writes the 202 of CONTRACT §6.
-func (h *Handler) accepted(w http.ResponseWriter, r *http.Request, acc *core.Accepted, lg *requestLog) {
+func (h *Handler) accepted(w http.ResponseWriter, r *http.Request, acc *async.Accepted, lg *requestLog) {
 	status := h.absolute(r, acc.StatusURI)
-	operation := h.absolute(r, core.AsyncOperationPath(acc.ID))
+	operation := h.absolute(r, async.OperationPath(acc.ID))
 	data := h.absolute(r, acc.DataURI)
 	headers := h.absolute(r, acc.HeaderURI)
 	hdr := w.Header()
@@ -93,7 +94,7 @@ func retryAfterSecs(d time.Duration) int {
 // record that cannot be decoded. DELETE cancels (serveCancel); the
 // operation URI below it is served by serveOperation.
 func (h *Handler) serveStatus(w http.ResponseWriter, r *http.Request, id string) {
-	if opID, ok := strings.CutSuffix(id, core.AsyncOperationSuffix); ok {
+	if opID, ok := strings.CutSuffix(id, async.OperationSuffix); ok {
 		h.serveOperation(w, r, opID)
 		return
 	}
@@ -114,7 +115,7 @@ func (h *Handler) serveStatus(w http.ResponseWriter, r *http.Request, id string)
 		h.serveResult(w, r, st)
 		return
 	}
-	w.Header().Set("Location", h.absolute(r, core.AsyncStatusPath(st.ID)))
+	w.Header().Set("Location", h.absolute(r, async.StatusPath(st.ID)))
 	w.Header()["X-Attempts"] = attemptsValue(len(st.Attempts))
 	w.Header().Set("Retry-After", strconv.Itoa(retryAfterSecs(st.RetryAfter)))
 	attempts := st.Attempts
@@ -134,7 +135,7 @@ func (h *Handler) statusFailed(w http.ResponseWriter, r *http.Request, id string
 	switch {
 	case err == nil:
 		return false
-	case errors.Is(err, core.ErrNotFound):
+	case errors.Is(err, async.ErrNotFound):
 		writeError(w, http.StatusNotFound, "NotFound", "no async request with id "+strconv.Quote(trim(id)), 0)
 	case errors.As(err, &ge) && (ge.Reason == core.ReasonExpired || ge.Reason == core.ReasonCorruptRecord):
 		writeError(w, ge.HTTPStatus(), ge.Reason.Code(), ge.Message, 0)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"fngateway/core"
+	"fngateway/core/async"
 )
 
 // inlineLimit is AsyncInlineResultBytes, or its default when unset.
@@ -23,7 +24,7 @@ func (h *Handler) inlineLimit() int64 {
 // and body whatever the status, or the gateway's error (its status, JSON
 // error, x-Gateway-Error). A 2xx result larger than AsyncInlineResultBytes
 // is answered 303 See Other to a freshly signed data URL instead.
-func (h *Handler) serveResult(w http.ResponseWriter, r *http.Request, st *core.StatusView) {
+func (h *Handler) serveResult(w http.ResponseWriter, r *http.Request, st *async.StatusView) {
 	res, err := h.Async.OpenResult(r.Context(), st)
 	if h.statusFailed(w, r, st.ID, err) {
 		return
@@ -89,7 +90,7 @@ type operationError struct {
 }
 
 // operationOf builds the operation document of st.
-func (h *Handler) operationOf(r *http.Request, st *core.StatusView) operationDoc {
+func (h *Handler) operationOf(r *http.Request, st *async.StatusView) operationDoc {
 	updated := st.Changed
 	if st.State.Done() && !st.CompletedAt.IsZero() {
 		updated = st.CompletedAt
@@ -100,15 +101,15 @@ func (h *Handler) operationOf(r *http.Request, st *core.StatusView) operationDoc
 		d.Error = &operationError{Code: code, Message: msg}
 		d.Error.InnerError.Status = st.ResultStatus
 	}
-	if d.Status == core.OperationSucceeded {
-		d.ResourceLocation = h.absolute(r, core.AsyncStatusPath(st.ID))
+	if d.Status == async.OperationSucceeded {
+		d.ResourceLocation = h.absolute(r, async.StatusPath(st.ID))
 	}
 	return d
 }
 
 // writeOperation writes st's operation document with status code, and
 // Retry-After while it is not terminal.
-func (h *Handler) writeOperation(w http.ResponseWriter, r *http.Request, code int, st *core.StatusView) {
+func (h *Handler) writeOperation(w http.ResponseWriter, r *http.Request, code int, st *async.StatusView) {
 	w.Header()["X-Attempts"] = attemptsValue(len(st.Attempts))
 	if !st.State.Done() {
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSecs(st.RetryAfter)))
@@ -144,7 +145,7 @@ func (h *Handler) serveCancel(w http.ResponseWriter, r *http.Request, id string)
 		h.writeOperation(w, r, http.StatusOK, st)
 		return
 	}
-	w.Header().Set("Location", h.absolute(r, core.AsyncStatusPath(st.ID)))
-	w.Header().Set("Operation-Location", h.absolute(r, core.AsyncOperationPath(st.ID)))
+	w.Header().Set("Location", h.absolute(r, async.StatusPath(st.ID)))
+	w.Header().Set("Operation-Location", h.absolute(r, async.OperationPath(st.ID)))
 	h.writeOperation(w, r, http.StatusAccepted, st)
 }

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"fngateway/core"
+	"fngateway/core/async"
 )
 
 // lockedBuffer is a log sink safe for the server's goroutines.
@@ -485,7 +486,7 @@ func TestBodyLimits(t *testing.T) {
 }
 
 // failingStore is a Store whose reads fail with a message naming a path.
-type failingStore struct{ core.Store }
+type failingStore struct{ async.Store }
 
 func (failingStore) Get(context.Context, string) ([]byte, string, error) {
 	return nil, "", errors.New("open /srv/secret/store/objects/gateway/x.json: permission denied")
@@ -494,7 +495,7 @@ func (failingStore) Get(context.Context, string) ([]byte, string, error) {
 // TestStatus503HidesStore: a store failure behind a status URI is a
 // generic 503 for the client; the detail goes to the log.
 func TestStatus503HidesStore(t *testing.T) {
-	g := startGW(t, "http://127.0.0.1:1", func(h *Handler) { h.Async = &core.Async{Store: failingStore{}} })
+	g := startGW(t, "http://127.0.0.1:1", func(h *Handler) { h.Async = &async.Async{Store: failingStore{}} })
 	resp, err := http.Get(g.srv.URL + "/_gateway/async/0123456789abcdef0123456789abcdef")
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"fngateway/core"
+	"fngateway/core/async"
 )
 
 // Handler serves gateway requests. Set its fields, then call Init once;
@@ -35,7 +36,7 @@ type Handler struct {
 	// Logger receives one line per request. Nil discards.
 	Logger *slog.Logger
 	// Async, if set, runs async hand-offs and serves status URIs.
-	Async *core.Async
+	Async *async.Async
 	// Blobs, if set, serves /_gateway/blobs/ (signed result URLs of the
 	// embedded store).
 	Blobs http.Handler

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"fngateway/core"
+	"fngateway/core/async"
 )
 
 func testSettings(tb testing.TB, hosts string) *core.Settings {
@@ -69,7 +70,7 @@ func TestAbsolute(t *testing.T) {
 }
 
 func TestAsyncEligible(t *testing.T) {
-	h := &Handler{Settings: testSettings(t, "http://a:1"), Async: &core.Async{}}
+	h := &Handler{Settings: testSettings(t, "http://a:1"), Async: &async.Async{}}
 	h.Init()
 	tests := []struct {
 		name     string

@@ -5,13 +5,13 @@ import (
 	"net/http"
 	"testing"
 
-	"fngateway/core"
+	"fngateway/core/async"
 )
 
 // TestCallerIdentity: the caller a Function URL with AuthType AWS_IAM
 // verified (requestContext.authorizer.iam.userArn, in the exact shape of
 // AWS's sample event) reaches the HTTP face as the request's verified
-// caller (core.CallerOf), which scopes its Idempotency-Keys; an event
+// caller (async.CallerOf), which scopes its Idempotency-Keys; an event
 // without it has none, and no header a client sends can set it.
 func TestCallerIdentity(t *testing.T) {
 	const iamEvent = `{
@@ -44,7 +44,7 @@ func TestCallerIdentity(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got := "unset"
 			h := &Handler{HTTP: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				got = core.CallerOf(r.Context())
+				got = async.CallerOf(r.Context())
 				w.WriteHeader(http.StatusNoContent)
 			})}
 			if _, err := h.Invoke(context.Background(), []byte(tt.event)); err != nil {

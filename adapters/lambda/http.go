@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"fngateway/core"
+	"fngateway/core/async"
 )
 
 // httpEvent is what the gateway reads of a Function URL or API Gateway HTTP
@@ -54,7 +55,7 @@ type httpEvent struct {
 }
 
 // callerIdentity is the caller identity the platform verified, as
-// core.WithCaller takes it: "aws-iam:<userArn>", or "" when the event
+// async.WithCaller takes it: "aws-iam:<userArn>", or "" when the event
 // carries none. It comes from the event, which only Lambda writes, never
 // from a header a client could send.
 func (e *httpEvent) callerIdentity() string {
@@ -79,7 +80,7 @@ func isFunctionURLDomain(host string) bool {
 // arrive comma-joined, as the payload 2.0 formats join them), the cookies
 // joined into one Cookie header, the body decoded, and the client's address;
 // its context carries the caller identity Lambda verified, if any
-// (core.WithCaller), which scopes the caller's Idempotency-Keys.
+// (async.WithCaller), which scopes the caller's Idempotency-Keys.
 func newRequest(ctx context.Context, event []byte) (*http.Request, error) {
 	var e httpEvent
 	if err := json.Unmarshal(event, &e); err != nil {
@@ -122,7 +123,7 @@ func newRequest(ctx context.Context, event []byte) (*http.Request, error) {
 		RemoteAddr: e.RequestContext.HTTP.SourceIP,
 		// Function URLs and HTTP APIs answer HTTPS only.
 		TLS: &tls.ConnectionState{},
-	}).WithContext(core.WithCaller(ctx, e.callerIdentity()))
+	}).WithContext(async.WithCaller(ctx, e.callerIdentity()))
 	for k, v := range e.Headers {
 		if !core.IsToken(k) {
 			return nil, fmt.Errorf("%w: header name %q", ErrBadEvent, k)

@@ -29,6 +29,7 @@ import (
 	awslambda "github.com/aws/aws-lambda-go/lambda"
 
 	"fngateway/core"
+	"fngateway/core/async"
 )
 
 // APIGatewayLimit is API Gateway's integration timeout: an HTTP API stops
@@ -41,15 +42,15 @@ func Caps() core.HostCaps {
 	return core.HostCaps{Name: "lambda", WorkAfterAnswer: false, Upgrade: false}
 }
 
-// Continuer runs one continuation message. *core.Async is one: Process
+// Continuer runs one continuation message. *async.Async is one: Process
 // returns nil when the message is done with, an error wrapping
-// core.ErrBadMessage when it is malformed, and any other error when it
+// async.ErrBadMessage when it is malformed, and any other error when it
 // should be delivered again.
 type Continuer interface {
 	Process(ctx context.Context, msg []byte) error
 }
 
-var _ Continuer = (*core.Async)(nil)
+var _ Continuer = (*async.Async)(nil)
 
 // Handler answers Lambda invocations. Set its fields before the first
 // invocation; it is safe for concurrent use afterwards.

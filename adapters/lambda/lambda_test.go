@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"fngateway/core"
+	"fngateway/core/async"
 )
 
 // echo answers with what it received: method, target, host, remote address,
@@ -206,7 +207,7 @@ func (c continuer) Process(_ context.Context, msg []byte) error { return c[strin
 
 func TestSQS(t *testing.T) {
 	c := continuer{
-		"bad":       fmt.Errorf("process continuation: %w", core.ErrBadMessage),
+		"bad":       fmt.Errorf("process continuation: %w", async.ErrBadMessage),
 		"transient": errors.New("store down"),
 	}
 	event := `{"Records":[

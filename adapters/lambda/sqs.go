@@ -8,7 +8,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"fngateway/core"
+	"fngateway/core/async"
 )
 
 // errNoAsync fails the records of an SQS event that reached a gateway with
@@ -40,7 +40,7 @@ func (h *Handler) serveSQS(ctx context.Context, event []byte) (events.SQSEventRe
 		}
 		resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
 		kind := "transient"
-		if errors.Is(err, core.ErrBadMessage) {
+		if errors.Is(err, async.ErrBadMessage) {
 			kind = "malformed"
 		}
 		h.logger().WarnContext(ctx, "continuation record failed", "messageId", rec.MessageId, "failure", kind, "err", err.Error())

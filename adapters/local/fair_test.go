@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"fngateway/core"
+	"fngateway/core/async"
 	"fngateway/infra/filestore"
 )
 
@@ -40,8 +41,8 @@ func TestWorkerFairBetweenProfiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	const slots = 4
-	a := &core.Async{Store: fs, Queue: fs, Router: core.NewRouter(&core.Settings{Hosts: hosts}),
-		Timeout: time.Hour, Continuations: core.NewProfileContinuations(slots, 0)}
+	a := &async.Async{Store: fs, Queue: fs, Router: core.NewRouter(&core.Settings{Hosts: hosts}),
+		Timeout: time.Hour, Continuations: async.NewProfileContinuations(slots, 0)}
 	w := &Worker{Queue: fs, Async: a, Visibility: time.Second, Poll: 5 * time.Millisecond, ProfileWait: 200 * time.Millisecond}
 	alice := &core.Profile{UserID: "alice", Async: core.AsyncConfig{Enabled: true}}
 	bob := &core.Profile{UserID: "bob", Async: core.AsyncConfig{Enabled: true}}

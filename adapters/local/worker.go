@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"fngateway/core"
+	"fngateway/core/async"
 )
 
 // maxReceive is the most messages one receive asks for.
@@ -22,25 +23,25 @@ const maxReceive = 32
 // has free slots, shared with the in-process finishes after a 202: while
 // every slot is taken it receives nothing, and messages wait on the queue.
 // A message whose request's profile holds its share of the slots already
-// (core.Continuations.PerProfile) is hidden again for ProfileWait, and the
+// (async.Continuations.PerProfile) is hidden again for ProfileWait, and the
 // worker goes on with other profiles' messages.
 // A received message stays hidden for Visibility, renewed every third of it
 // while its continuation runs when the queue implements
-// core.VisibilityExtender, so that a message whose process died comes back
+// async.VisibilityExtender, so that a message whose process died comes back
 // within one Visibility.
 type Worker struct {
 	// Queue is where continuations wait. Required.
-	Queue core.Queue
+	Queue async.Queue
 	// Async processes one message. Required. Its Continuations bounds the
 	// work; if nil, the worker bounds itself to
 	// core.DefaultMaxContinuations.
-	Async *core.Async
+	Async *async.Async
 	// Logger receives one line per failed message. Nil discards.
 	Logger *slog.Logger
 	// Visibility hides a received message while it is processed. With a
-	// queue that implements core.VisibilityExtender it is renewed as a
+	// queue that implements async.VisibilityExtender it is renewed as a
 	// heartbeat and may be short; otherwise it should outlast one attempt
-	// (AsyncTimeout) plus the margin. Zero means core.DefaultLease.
+	// (AsyncTimeout) plus the margin. Zero means async.DefaultLease.
 	Visibility time.Duration
 	// Limit, if positive, is each continuation's execution limit
 	// (FunctionTimeoutSecs), as a fresh invocation would have.
@@ -49,7 +50,7 @@ type Worker struct {
 	Poll time.Duration
 	// ProfileWait is how long a message stays hidden when the profile of
 	// its request holds its share of the slots
-	// (core.Continuations.PerProfile) before it is received again. Zero
+	// (async.Continuations.PerProfile) before it is received again. Zero
 	// means DefaultProfileWait.
 	ProfileWait time.Duration
 	// MaxDequeue is the delivery count after which an undecodable message
@@ -74,7 +75,7 @@ func (w *Worker) Run(ctx context.Context) {
 	}
 	slots := w.Async.Continuations
 	if slots == nil {
-		slots = core.NewContinuations(0)
+		slots = async.NewContinuations(0)
 	}
 	var running sync.WaitGroup
 	defer running.Wait()
@@ -86,7 +87,7 @@ func (w *Worker) Run(ctx context.Context) {
 		if err != nil {
 			return
 		}
-		ext, _ := w.Queue.(core.VisibilityExtender)
+		ext, _ := w.Queue.(async.VisibilityExtender)
 		n := 1
 		if ext != nil {
 			// Messages beyond the free slots can be shown again at once.
@@ -150,9 +151,9 @@ func (w *Worker) Run(ctx context.Context) {
 const DefaultProfileWait = time.Second
 
 // holdProfile counts m against the profile of the request it names
-// (core.Continuations.HoldProfile). A message that names no request that
+// (async.Continuations.HoldProfile). A message that names no request that
 // can still run ends quickly and counts against no profile.
-func (w *Worker) holdProfile(ctx context.Context, slots *core.Continuations, m core.Message) (release func(), ok bool) {
+func (w *Worker) holdProfile(ctx context.Context, slots *async.Continuations, m async.Message) (release func(), ok bool) {
 	profile, known := w.Async.MessageProfile(ctx, m.Body)
 	if !known {
 		return func() {}, true
@@ -163,7 +164,7 @@ func (w *Worker) holdProfile(ctx context.Context, slots *core.Continuations, m c
 // later hides m for ProfileWait, so that it is received again once its
 // profile may have a free slot. A queue that cannot change a message's
 // visibility shows it again after its receive's visibility.
-func (w *Worker) later(ctx context.Context, ext core.VisibilityExtender, log *slog.Logger, m core.Message) {
+func (w *Worker) later(ctx context.Context, ext async.VisibilityExtender, log *slog.Logger, m async.Message) {
 	if ext == nil {
 		return
 	}
@@ -180,7 +181,7 @@ func (w *Worker) visibility() time.Duration {
 	if w.Visibility > 0 {
 		return w.Visibility
 	}
-	return core.DefaultLease
+	return async.DefaultLease
 }
 
 // quarantiner is implemented by queues that can set a received message
@@ -188,20 +189,20 @@ func (w *Worker) visibility() time.Duration {
 // quarantine/): an undecodable message is then logged once and never
 // delivered again, rather than dropped after MaxDequeue deliveries.
 type quarantiner interface {
-	Quarantine(ctx context.Context, m core.Message) error
+	Quarantine(ctx context.Context, m async.Message) error
 }
 
 // process runs one message under work, which ends only when a shutdown
 // stops the continuations in progress; its cleanup (settling the message)
 // runs after that too, with a timeout of its own.
-func (w *Worker) process(work context.Context, log *slog.Logger, m core.Message) {
+func (w *Worker) process(work context.Context, log *slog.Logger, m async.Message) {
 	pctx := work
 	if w.Limit > 0 {
 		var cancel context.CancelFunc
 		pctx, cancel = context.WithTimeout(pctx, w.Limit)
 		defer cancel()
 	}
-	ext, _ := w.Queue.(core.VisibilityExtender)
+	ext, _ := w.Queue.(async.VisibilityExtender)
 	beat := w.heartbeat(ext, m)
 	err := w.Async.Process(pctx, m.Body)
 	m = beat()
@@ -209,10 +210,10 @@ func (w *Worker) process(work context.Context, log *slog.Logger, m core.Message)
 	defer cancel()
 	switch {
 	case err == nil:
-		if cerr := w.Queue.Complete(cctx, m); cerr != nil && !errors.Is(cerr, core.ErrNotFound) {
+		if cerr := w.Queue.Complete(cctx, m); cerr != nil && !errors.Is(cerr, async.ErrNotFound) {
 			log.WarnContext(work, "completing a continuation", slog.String("messageId", m.ID), slog.String("err", cerr.Error()))
 		}
-	case errors.Is(err, core.ErrBadMessage):
+	case errors.Is(err, async.ErrBadMessage):
 		max := w.MaxDequeue
 		if max <= 0 {
 			max = 5
@@ -232,7 +233,7 @@ func (w *Worker) process(work context.Context, log *slog.Logger, m core.Message)
 		if m.DequeueCount >= max {
 			w.Queue.Complete(cctx, m)
 		}
-	case errors.Is(context.Cause(work), core.ErrDraining):
+	case errors.Is(context.Cause(work), async.ErrDraining):
 		// Stopped at shutdown, its claim released: show the message again
 		// at once, so the next instance resumes without waiting.
 		if ext != nil {
@@ -251,9 +252,9 @@ func (w *Worker) process(work context.Context, log *slog.Logger, m core.Message)
 // heartbeat keeps m hidden while its continuation runs, renewing its
 // visibility every third of it. The returned stop ends the heartbeat and
 // returns m with its latest receipt. Without an extender it does nothing.
-func (w *Worker) heartbeat(ext core.VisibilityExtender, m core.Message) (stop func() core.Message) {
+func (w *Worker) heartbeat(ext async.VisibilityExtender, m async.Message) (stop func() async.Message) {
 	if ext == nil {
-		return func() core.Message { return m }
+		return func() async.Message { return m }
 	}
 	vis := w.visibility()
 	cur := m
@@ -262,12 +263,12 @@ func (w *Worker) heartbeat(ext core.VisibilityExtender, m core.Message) (stop fu
 		switch {
 		case err == nil:
 			cur = next
-		case errors.Is(err, core.ErrNotFound), errors.Is(err, core.ErrConflict):
+		case errors.Is(err, async.ErrNotFound), errors.Is(err, async.ErrConflict):
 			return false // no longer ours: the claim's lease guards the work
 		}
 		return true
 	})
-	return func() core.Message {
+	return func() async.Message {
 		end()
 		return cur
 	}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"fngateway/core"
+	"fngateway/core/async"
 	"fngateway/infra/filestore"
 )
 
@@ -66,7 +67,7 @@ func TestWorkerBadMessage(t *testing.T) {
 	}
 	var logs syncBuffer
 	w := &Worker{
-		Queue: fs, Async: &core.Async{Store: fs, Queue: fs},
+		Queue: fs, Async: &async.Async{Store: fs, Queue: fs},
 		Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Visibility: 100 * time.Millisecond, Poll: 5 * time.Millisecond, MaxDequeue: 3,
 	}
 	wctx, cancel := context.WithCancel(ctx)
@@ -114,7 +115,7 @@ func TestWorkerBadMessage(t *testing.T) {
 // each request for hold (or until it is cancelled).
 type workerEnv struct {
 	fs       *filestore.Store
-	a        *core.Async
+	a        *async.Async
 	w        *Worker
 	calls    atomic.Int64
 	canceled atomic.Int64
@@ -141,8 +142,8 @@ func newWorkerEnv(tb testing.TB, hold time.Duration, slots int) *workerEnv {
 	if err := hosts.Decode(be.URL); err != nil {
 		tb.Fatal(err)
 	}
-	e.a = &core.Async{Store: fs, Queue: fs, Router: core.NewRouter(&core.Settings{Hosts: hosts}),
-		Timeout: time.Minute, Continuations: core.NewContinuations(slots)}
+	e.a = &async.Async{Store: fs, Queue: fs, Router: core.NewRouter(&core.Settings{Hosts: hosts}),
+		Timeout: time.Minute, Continuations: async.NewContinuations(slots)}
 	e.w = &Worker{Queue: fs, Async: e.a, Visibility: 150 * time.Millisecond, Poll: 5 * time.Millisecond}
 	return e
 }
@@ -158,7 +159,7 @@ func (e *workerEnv) submit(tb testing.TB) string {
 	return acc.ID
 }
 
-func (e *workerEnv) state(tb testing.TB, id string) (core.State, bool) {
+func (e *workerEnv) state(tb testing.TB, id string) (async.State, bool) {
 	tb.Helper()
 	v, err := e.a.Status(context.Background(), id)
 	if err != nil {
@@ -213,9 +214,9 @@ func newBubbleWorkerEnv(tb testing.TB, hold time.Duration, slots int) *workerEnv
 	if err := hosts.Decode("http://backend.invalid"); err != nil {
 		tb.Fatal(err)
 	}
-	e.a = &core.Async{Store: fs, Queue: fs, Router: core.NewRouter(&core.Settings{Hosts: hosts}),
+	e.a = &async.Async{Store: fs, Queue: fs, Router: core.NewRouter(&core.Settings{Hosts: hosts}),
 		Forwarder: &core.Forwarder{Transport: stubBackend{hold: hold, calls: &e.calls, canceled: &e.canceled}},
-		Timeout:   time.Minute, Continuations: core.NewContinuations(slots)}
+		Timeout:   time.Minute, Continuations: async.NewContinuations(slots)}
 	e.w = &Worker{Queue: fs, Async: e.a, Visibility: 150 * time.Millisecond, Poll: 5 * time.Millisecond}
 	return e
 }
@@ -305,14 +306,14 @@ func TestWorkerDrain(t *testing.T) {
 	cancel() // stop receiving
 	gctx, gcancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer gcancel()
-	if err := e.a.Continuations.Shutdown(gctx); !errors.Is(err, core.ErrDraining) {
+	if err := e.a.Continuations.Shutdown(gctx); !errors.Is(err, async.ErrDraining) {
 		t.Errorf("Shutdown = %v; want ErrDraining", err)
 	}
 	<-done
 	if e.canceled.Load() != 1 {
 		t.Errorf("backend saw %d cancellations; want 1", e.canceled.Load())
 	}
-	if st, fin := e.state(t, id); fin || st != core.StateRunning {
+	if st, fin := e.state(t, id); fin || st != async.StateRunning {
 		t.Errorf("state %s; want running (released, not finished)", st)
 	}
 	data, _, err := e.fs.Get(context.Background(), "gateway/records/"+id+".json")
@@ -335,7 +336,7 @@ type longPollQueue struct {
 	resume  chan struct{}
 }
 
-func (q *longPollQueue) Receive(ctx context.Context, max int, visibility time.Duration) ([]core.Message, error) {
+func (q *longPollQueue) Receive(ctx context.Context, max int, visibility time.Duration) ([]async.Message, error) {
 	q.waiting <- struct{}{}
 	select {
 	case <-q.resume:

@@ -1,5 +1,5 @@
-// Package aws implements core's ports on AWS: a Store on S3, a Queue and a
-// Notifier on SQS.
+// Package aws implements core/async's ports on AWS: a Store on S3, a Queue
+// and a Notifier on SQS.
 //
 // Everything is made from a Config holding the SDK's configuration
 // (credentials, region, HTTP client), which the edge loads with the SDK's
@@ -13,9 +13,9 @@
 // Records are written with S3's conditional writes (If-None-Match: * to
 // create, If-Match: <ETag> to update), the same optimistic protocol as Azure
 // ETags. The bucket and queues are created on first use when missing. The
-// Queue is a core.VisibilityExtender (ChangeMessageVisibility) and the
-// Notifier a core.TopicChecker (topics are standard queue names). AWS
-// errors are mapped to core.ErrNotFound and core.ErrConflict where the ports
+// Queue is a async.VisibilityExtender (ChangeMessageVisibility) and the
+// Notifier a async.TopicChecker (topics are standard queue names). AWS
+// errors are mapped to async.ErrNotFound and async.ErrConflict where the ports
 // say so; other errors are returned wrapped, with a short prefix naming the
 // operation.
 //

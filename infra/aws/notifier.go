@@ -8,15 +8,15 @@ import (
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"fngateway/core"
+	"fngateway/core/async"
 )
 
 var (
-	_ core.Notifier     = (*Notifier)(nil)
-	_ core.TopicChecker = (*Notifier)(nil)
+	_ async.Notifier     = (*Notifier)(nil)
+	_ async.TopicChecker = (*Notifier)(nil)
 )
 
-// Notifier implements core.Notifier on SQS: a topic is the standard queue
+// Notifier implements async.Notifier on SQS: a topic is the standard queue
 // of that name in the client's account and region, created on first use
 // when missing (with SQS's default retention, 4 days). Queue URLs are
 // looked up once and kept. A Notifier is safe for concurrent use.

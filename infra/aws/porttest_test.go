@@ -3,24 +3,24 @@ package aws
 import (
 	"testing"
 
-	"fngateway/core"
-	"fngateway/core/porttest"
+	"fngateway/core/async"
+	"fngateway/core/async/porttest"
 	"fngateway/internal/emulators"
 )
 
-// TestStorePort runs core's Store conformance suite against S3
+// TestStorePort runs core/async's Store conformance suite against S3
 // (versitygw); every subtest works in its own container (key prefix) of
 // one bucket, which the first write creates.
 func TestStorePort(t *testing.T) {
 	t.Parallel()
 	store := newStoreOn(t, emulators.StartVersitygw(t), "s3://"+uniqueName("port"))
-	porttest.TestStore(t, func(*testing.T) core.Store { return store })
+	porttest.TestStore(t, func(*testing.T) async.Store { return store })
 }
 
-// TestQueuePort runs core's Queue conformance suite against SQS (fauxqs),
+// TestQueuePort runs core/async's Queue conformance suite against SQS (fauxqs),
 // a fresh queue per subtest.
 func TestQueuePort(t *testing.T) {
 	t.Parallel()
 	f := emulators.StartFauxqs(t)
-	porttest.TestQueue(t, func(t *testing.T) core.Queue { return newQueueOn(t, f, uniqueName("port")) })
+	porttest.TestQueue(t, func(t *testing.T) async.Queue { return newQueueOn(t, f, uniqueName("port")) })
 }

@@ -14,12 +14,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
-	"fngateway/core"
+	"fngateway/core/async"
 )
 
 var (
-	_ core.Queue              = (*Queue)(nil)
-	_ core.VisibilityExtender = (*Queue)(nil)
+	_ async.Queue              = (*Queue)(nil)
+	_ async.VisibilityExtender = (*Queue)(nil)
 )
 
 // Limits of SQS standard queues.
@@ -44,7 +44,7 @@ const (
 	retention = 14 * 24 * time.Hour
 )
 
-// Queue implements core.Queue on an SQS standard queue named by its URL.
+// Queue implements async.Queue on an SQS standard queue named by its URL.
 // Message text is the body itself (plain: SQS carries UTF-8 text, which
 // core's continuation JSON is). The queue is created on first use when
 // missing, named after its URL's last segment, with the longest message
@@ -98,7 +98,7 @@ func (q *Queue) Enqueue(ctx context.Context, body []byte, delay time.Duration) e
 // at least 1 s and at most 12 hours. When none is visible it waits up to a
 // second for one (long polling) before returning an empty slice.
 // DequeueCount is SQS's ApproximateReceiveCount.
-func (q *Queue) Receive(ctx context.Context, limit int, visibility time.Duration) ([]core.Message, error) {
+func (q *Queue) Receive(ctx context.Context, limit int, visibility time.Duration) ([]async.Message, error) {
 	out, err := q.client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 		QueueUrl:                    &q.url,
 		MaxNumberOfMessages:         int32(min(max(limit, 1), maxReceive)),
@@ -112,14 +112,14 @@ func (q *Queue) Receive(ctx context.Context, limit int, visibility time.Duration
 		if err := q.create(ctx); err != nil {
 			return nil, fmt.Errorf("receive: %w", err)
 		}
-		return []core.Message{}, nil
+		return []async.Message{}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("receive from %s: %w", q.name, err)
 	}
-	msgs := make([]core.Message, 0, len(out.Messages))
+	msgs := make([]async.Message, 0, len(out.Messages))
 	for _, m := range out.Messages {
-		msg := core.Message{ID: deref(m.MessageId), Receipt: deref(m.ReceiptHandle), Body: []byte(deref(m.Body))}
+		msg := async.Message{ID: deref(m.MessageId), Receipt: deref(m.ReceiptHandle), Body: []byte(deref(m.Body))}
 		if c, err := strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)]); err == nil {
 			msg.DequeueCount = c
 		}
@@ -130,12 +130,12 @@ func (q *Queue) Receive(ctx context.Context, limit int, visibility time.Duration
 
 // Complete deletes a received message by its receipt handle. If the
 // handle is not valid or the queue is gone, the error wraps
-// core.ErrNotFound.
-func (q *Queue) Complete(ctx context.Context, m core.Message) error {
+// async.ErrNotFound.
+func (q *Queue) Complete(ctx context.Context, m async.Message) error {
 	_, err := q.client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &q.url, ReceiptHandle: &m.Receipt})
 	var invalid *types.ReceiptHandleIsInvalid
 	if errors.As(err, &invalid) || isMissingQueue(err) {
-		return fmt.Errorf("complete message %s: %w", m.ID, core.ErrNotFound)
+		return fmt.Errorf("complete message %s: %w", m.ID, async.ErrNotFound)
 	}
 	if err != nil {
 		return fmt.Errorf("complete message %s: %w", m.ID, err)
@@ -148,15 +148,15 @@ func (q *Queue) Complete(ctx context.Context, m core.Message) error {
 // from the message's first receipt); zero makes it visible at once. SQS
 // keeps the receipt handle, so m is returned as it is. A message that is
 // gone, no longer in flight, or received again since (its handle is then
-// stale), and a queue that is gone, give an error wrapping core.ErrNotFound.
-func (q *Queue) Extend(ctx context.Context, m core.Message, visibility time.Duration) (core.Message, error) {
+// stale), and a queue that is gone, give an error wrapping async.ErrNotFound.
+func (q *Queue) Extend(ctx context.Context, m async.Message, visibility time.Duration) (async.Message, error) {
 	_, err := q.client.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
 		QueueUrl:          &q.url,
 		ReceiptHandle:     &m.Receipt,
 		VisibilityTimeout: seconds(visibility, 0, maxVisibility),
 	})
 	if isLostMessage(err) || isMissingQueue(err) {
-		return m, fmt.Errorf("extend message %s: %w", m.ID, core.ErrNotFound)
+		return m, fmt.Errorf("extend message %s: %w", m.ID, async.ErrNotFound)
 	}
 	if err != nil {
 		return m, fmt.Errorf("extend message %s: %w", m.ID, err)

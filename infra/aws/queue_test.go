@@ -13,12 +13,13 @@ import (
 	"github.com/aws/smithy-go"
 
 	"fngateway/core"
+	"fngateway/core/async"
 	"fngateway/internal/emulators"
 )
 
 // TestQueue runs Queues against one fauxqs; subtests use queues of their
 // own and run in parallel. What every Queue must do (delivery, visibility,
-// redelivery, delay, Extend) is core/porttest's, run by TestQueuePort;
+// redelivery, delay, Extend) is core/async/porttest's, run by TestQueuePort;
 // here is what is SQS's own.
 func TestQueue(t *testing.T) {
 	t.Parallel()
@@ -120,8 +121,8 @@ func TestQueue(t *testing.T) {
 		// SQS refuses an invalid receipt handle (ReceiptHandleIsInvalid,
 		// which Complete reports as ErrNotFound); fauxqs ignores it. Either
 		// way the message stays.
-		err := q.Complete(ctx, core.Message{ID: "m", Receipt: "not-a-receipt"})
-		if err != nil && !errors.Is(err, core.ErrNotFound) {
+		err := q.Complete(ctx, async.Message{ID: "m", Receipt: "not-a-receipt"})
+		if err != nil && !errors.Is(err, async.ErrNotFound) {
 			t.Fatalf("Complete with an invalid receipt: error = %v, want ErrNotFound or none", err)
 		}
 		if msgs, err := q.Receive(ctx, 1, time.Minute); err != nil || len(msgs) != 1 {
@@ -221,7 +222,7 @@ func TestNotifierCheckTopic(t *testing.T) {
 			t.Errorf("CheckTopic(%.90q) = %q; want it to say what a valid name is", tc.topic, err)
 		}
 		profiles := core.Profiles{"u": {UserID: "u", Async: core.AsyncConfig{Enabled: true, Topic: tc.topic}}}
-		err = profiles.ValidateTopics(n)
+		err = async.ValidateTopics(profiles, n)
 		var se *core.SettingError
 		switch {
 		case tc.topic == "" && err != nil: // no topic: nothing to check
@@ -245,7 +246,7 @@ func TestQueueExtend(t *testing.T) {
 		t.Fatalf("Enqueue: %v", err)
 	}
 	const vis = time.Second
-	var msgs []core.Message
+	var msgs []async.Message
 	eventually(t, 10*time.Second, "the message", func() bool {
 		var err error
 		msgs, err = q.Receive(ctx, 1, vis)
@@ -269,7 +270,7 @@ func TestQueueExtend(t *testing.T) {
 	if err := q.Complete(ctx, m); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
-	if _, err := q.Extend(ctx, m, time.Minute); !errors.Is(err, core.ErrNotFound) {
+	if _, err := q.Extend(ctx, m, time.Minute); !errors.Is(err, async.ErrNotFound) {
 		t.Errorf("Extend of a deleted message: error = %v; want ErrNotFound", err)
 	}
 }

@@ -17,10 +17,10 @@ import (
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
-	"fngateway/core"
+	"fngateway/core/async"
 )
 
-var _ core.Store = (*Store)(nil)
+var _ async.Store = (*Store)(nil)
 
 // WriteBlob streams a blob longer than one part as a multipart upload of
 // parts of defaultPartSize (S3 takes parts of 5 MiB to 5 GiB, at most
@@ -36,7 +36,7 @@ const maxKeyBytes = 1024
 // abortTimeout bounds the cleanup of a failed multipart upload.
 const abortTimeout = 10 * time.Second
 
-// Store implements core.Store on an S3 bucket. A key "<container>/<name>"
+// Store implements async.Store on an S3 bucket. A key "<container>/<name>"
 // is the object "<prefix><container>/<name>" of the bucket, so a container
 // is a key prefix and needs no creating; the bucket is created on the
 // first write that finds it missing. Versions are the objects' ETags,
@@ -92,28 +92,15 @@ func (s *Store) objectKey(key string) (string, error) {
 	return k, nil
 }
 
-// Get returns the object at key and its ETag, or core.ErrNotFound when the
+// Get returns the object at key and its ETag, or async.ErrNotFound when the
 // object or the bucket does not exist.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, string, error) {
-	k, err := s.objectKey(key)
-	if err != nil {
-		return nil, "", fmt.Errorf("get: %w", err)
-	}
-	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &k})
-	if err != nil {
-		return nil, "", fmt.Errorf("get %s: %w", key, readErr(err))
-	}
-	defer out.Body.Close()
-	data, err := io.ReadAll(out.Body)
-	if err != nil {
-		return nil, "", fmt.Errorf("get %s: read: %w", key, err)
-	}
-	return data, deref(out.ETag), nil
+	return async.ReadObject(s.open(ctx, key))
 }
 
 // Put writes data at key if the object's ETag is ifVersion (If-Match), or,
 // with ifVersion "", only if no object is there (If-None-Match: *). It
-// returns the new ETag, or core.ErrConflict when the condition fails (an
+// returns the new ETag, or async.ErrConflict when the condition fails (an
 // object deleted since ifVersion counts as changed, and so does a
 // concurrent conditional write S3 answers 409 ConditionalRequestConflict).
 // A missing bucket is created and the write tried once more.
@@ -147,7 +134,7 @@ func (s *Store) Put(ctx context.Context, key string, data []byte, ifVersion stri
 	if hasCode(err, "NoSuchBucket") {
 		if ifVersion != "" {
 			// No bucket, so no object at that version.
-			return "", fmt.Errorf("put %s: %w", key, core.ErrConflict)
+			return "", fmt.Errorf("put %s: %w", key, async.ErrConflict)
 		}
 		if err := s.createBucket(ctx); err != nil {
 			return "", fmt.Errorf("put %s: %w", key, err)
@@ -166,7 +153,7 @@ func (s *Store) Put(ctx context.Context, key string, data []byte, ifVersion stri
 // only when it is completed, so the blob appears whole or not at all, and
 // which is aborted when anything fails. With create set the write is
 // conditional (If-None-Match: *, on the PutObject or on the completion)
-// and fails with core.ErrConflict if the object exists. A missing bucket
+// and fails with async.ErrConflict if the object exists. A missing bucket
 // is created: S3 says so on the first request, while the first part is
 // still in memory to be sent again.
 func (s *Store) WriteBlob(ctx context.Context, key string, r io.Reader, contentType string, create bool) error {
@@ -291,18 +278,25 @@ func (s *Store) partSize() int {
 }
 
 // OpenBlob opens the object at key for reading, streaming its body; it
-// returns core.ErrNotFound when the object or the bucket does not exist.
+// returns async.ErrNotFound when the object or the bucket does not exist.
 // The caller closes the reader.
 func (s *Store) OpenBlob(ctx context.Context, key string) (io.ReadCloser, error) {
+	return async.OpenObject(s.open(ctx, key))
+}
+
+// open opens the object at key, streaming its body, with its ETag. An
+// error names the key, and wraps async.ErrNotFound when the object or the
+// bucket does not exist.
+func (s *Store) open(ctx context.Context, key string) (io.ReadCloser, string, error) {
 	k, err := s.objectKey(key)
 	if err != nil {
-		return nil, fmt.Errorf("open blob: %w", err)
+		return nil, "", err
 	}
 	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &k})
 	if err != nil {
-		return nil, fmt.Errorf("open blob %s: %w", key, readErr(err))
+		return nil, "", fmt.Errorf("%s: %w", key, readErr(err))
 	}
-	return out.Body, nil
+	return out.Body, deref(out.ETag), nil
 }
 
 // largeBody is the size above which WriteBlob makes sure of the bucket
@@ -358,22 +352,22 @@ func (s *Store) createBucket(ctx context.Context) error {
 	return nil
 }
 
-// readErr maps a missing object or bucket to core.ErrNotFound.
+// readErr maps a missing object or bucket to async.ErrNotFound.
 func readErr(err error) error {
 	if hasCode(err, "NoSuchKey", "NoSuchBucket", "NotFound") || hasStatus(err, http.StatusNotFound) {
-		return core.ErrNotFound
+		return async.ErrNotFound
 	}
 	return err
 }
 
-// writeErr maps a failed write condition to core.ErrConflict: 412
+// writeErr maps a failed write condition to async.ErrConflict: 412
 // PreconditionFailed, 409 ConditionalRequestConflict (a concurrent
 // conditional write to the same key), and, for an update (If-Match), an
 // object that is gone (404 NoSuchKey).
 func writeErr(err error, update bool) error {
 	if hasStatus(err, http.StatusPreconditionFailed) || hasCode(err, "PreconditionFailed", "ConditionalRequestConflict") ||
 		update && (hasCode(err, "NoSuchKey") || hasStatus(err, http.StatusNotFound)) {
-		return core.ErrConflict
+		return async.ErrConflict
 	}
 	return err
 }

@@ -13,14 +13,14 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"fngateway/core"
+	"fngateway/core/async"
 	"fngateway/internal/emulators"
 )
 
 // TestStore runs the Store against one versitygw; subtests use buckets or
 // containers of their own and run in parallel. What every Store must do
 // (not found, conditional writes and their races, blobs created once,
-// whole or not at all) is core/porttest's, run by TestStorePort; here is
+// whole or not at all) is core/async/porttest's, run by TestStorePort; here is
 // what is S3's own: missing buckets, ETags, multipart uploads, prefixes.
 func TestStore(t *testing.T) {
 	t.Parallel()
@@ -31,17 +31,17 @@ func TestStore(t *testing.T) {
 		t.Parallel()
 		ctx := testContext(t)
 		missing := newStoreOn(t, v, "s3://"+uniqueName("nobucket"))
-		if _, _, err := missing.Get(ctx, "c/record.json"); !errors.Is(err, core.ErrNotFound) {
+		if _, _, err := missing.Get(ctx, "c/record.json"); !errors.Is(err, async.ErrNotFound) {
 			t.Errorf("Get in a missing bucket: error = %v, want ErrNotFound", err)
 		}
-		if _, err := missing.OpenBlob(ctx, "c/record.json"); !errors.Is(err, core.ErrNotFound) {
+		if _, err := missing.OpenBlob(ctx, "c/record.json"); !errors.Is(err, async.ErrNotFound) {
 			t.Errorf("OpenBlob in a missing bucket: error = %v, want ErrNotFound", err)
 		}
 		v1, err := store.Put(ctx, uniqueName("c")+"/a.json", []byte("x"), "")
 		if err != nil {
 			t.Fatalf("Put: %v", err)
 		}
-		if _, err := missing.Put(ctx, "c/a.json", []byte("x"), v1); !errors.Is(err, core.ErrConflict) {
+		if _, err := missing.Put(ctx, "c/a.json", []byte("x"), v1); !errors.Is(err, async.ErrConflict) {
 			t.Errorf("update in a missing bucket: error = %v, want ErrConflict", err)
 		}
 	})
@@ -68,7 +68,7 @@ func TestStore(t *testing.T) {
 		if v2 == v1 && err != nil {
 			t.Fatalf("update at %s, still the version: %v", v1, err)
 		}
-		if v2 != v1 && !errors.Is(err, core.ErrConflict) {
+		if v2 != v1 && !errors.Is(err, async.ErrConflict) {
 			t.Fatalf("update at the replaced %s: error = %v, want ErrConflict", v1, err)
 		}
 		if err == nil && v3 == v1 {
@@ -109,7 +109,7 @@ func TestStore(t *testing.T) {
 			if err := s.WriteBlob(ctx, key, generated(1, size), "", true); err != nil {
 				t.Fatalf("first write of %d bytes: %v", size, err)
 			}
-			if err := s.WriteBlob(ctx, key, generated(2, size), "", true); !errors.Is(err, core.ErrConflict) {
+			if err := s.WriteBlob(ctx, key, generated(2, size), "", true); !errors.Is(err, async.ErrConflict) {
 				t.Fatalf("second create of %d bytes: error = %v, want ErrConflict", size, err)
 			}
 			checkBlob(t, s, key, 1, size)
@@ -132,7 +132,7 @@ func TestStore(t *testing.T) {
 		if err := s.WriteBlob(ctx, key, r, "", true); !errors.Is(err, boom) {
 			t.Fatalf("WriteBlob of a failing stream: error = %v, want %v", err, boom)
 		}
-		if _, err := s.OpenBlob(ctx, key); !errors.Is(err, core.ErrNotFound) {
+		if _, err := s.OpenBlob(ctx, key); !errors.Is(err, async.ErrNotFound) {
 			t.Fatalf("after a failed write, OpenBlob error = %v, want ErrNotFound (no partial blob)", err)
 		}
 		checkNoUploads(t, s)
@@ -151,7 +151,7 @@ func TestStore(t *testing.T) {
 		if err != nil || string(data) != "p" {
 			t.Fatalf("object under the prefix: %q, %v; want %q", data, err, "p")
 		}
-		if _, _, err := whole.Get(ctx, "c/k.json"); !errors.Is(err, core.ErrNotFound) {
+		if _, _, err := whole.Get(ctx, "c/k.json"); !errors.Is(err, async.ErrNotFound) {
 			t.Fatalf("object outside the prefix: error = %v, want ErrNotFound", err)
 		}
 	})
@@ -160,7 +160,7 @@ func TestStore(t *testing.T) {
 		t.Parallel()
 		ctx := testContext(t)
 		for _, key := range []string{"", "nocontainer", "/name", "c/", "c//x", "c/../x", "c/./x", "c/\xff", "c/" + strings.Repeat("x", maxKeyBytes)} {
-			if _, err := store.Put(ctx, key, []byte("x"), ""); err == nil || errors.Is(err, core.ErrConflict) {
+			if _, err := store.Put(ctx, key, []byte("x"), ""); err == nil || errors.Is(err, async.ErrConflict) {
 				t.Errorf("Put(%q): error = %v, want an invalid key error", key, err)
 			}
 			if _, err := store.SignURL(ctx, key, time.Now().Add(time.Hour)); err == nil {
@@ -326,13 +326,13 @@ func TestStoreDown(t *testing.T) {
 	ctx := testContext(t)
 	start := time.Now()
 	_, err := s.Put(ctx, "c/k", []byte("x"), "")
-	if err == nil || errors.Is(err, core.ErrConflict) || errors.Is(err, core.ErrNotFound) {
+	if err == nil || errors.Is(err, async.ErrConflict) || errors.Is(err, async.ErrNotFound) {
 		t.Fatalf("Put with the server down: error = %v, want a plain failure", err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("Put with the server down took %v, want about a second", d)
 	}
-	if _, _, err := s.Get(ctx, "c/k"); err == nil || errors.Is(err, core.ErrNotFound) {
+	if _, _, err := s.Get(ctx, "c/k"); err == nil || errors.Is(err, async.ErrNotFound) {
 		t.Fatalf("Get with the server down: error = %v, want a plain failure", err)
 	}
 }

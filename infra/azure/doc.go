@@ -1,5 +1,5 @@
-// Package azure implements core's ports on Azure Storage: a Store on Blob
-// storage, a Queue and a Notifier on Queue storage.
+// Package azure implements core/async's ports on Azure Storage: a Store on
+// Blob storage, a Queue and a Notifier on Queue storage.
 //
 // Everything starts from an Account, made by NewAccount from a Config that
 // names the storage account one of two ways, as the Azure Functions host does
@@ -9,7 +9,7 @@
 // environment; the edge passes the values in.
 //
 // Containers and queues are created on first use when missing. Azure errors
-// are mapped to core.ErrNotFound and core.ErrConflict where the ports say so;
+// are mapped to async.ErrNotFound and async.ErrConflict where the ports say so;
 // other errors are returned wrapped, with a short prefix naming the operation.
 //
 // Requests are retried by the SDK's retry policy, set short by default (see

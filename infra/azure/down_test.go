@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"fngateway/core"
+	"fngateway/core/async"
 	"fngateway/internal/emulators"
 )
 
@@ -57,7 +57,7 @@ func TestAccountDown(t *testing.T) {
 			start := time.Now()
 			err := tt.op(ctx)
 			took := time.Since(start)
-			if err == nil || errors.Is(err, core.ErrNotFound) || errors.Is(err, core.ErrConflict) {
+			if err == nil || errors.Is(err, async.ErrNotFound) || errors.Is(err, async.ErrConflict) {
 				t.Errorf("error = %v, want a connection error", err)
 			}
 			if took > failFast {

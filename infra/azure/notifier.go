@@ -6,19 +6,19 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/v2"
 
-	"fngateway/core"
+	"fngateway/core/async"
 )
 
 var (
-	_ core.Notifier     = (*Notifier)(nil)
-	_ core.TopicChecker = (*Notifier)(nil)
+	_ async.Notifier     = (*Notifier)(nil)
+	_ async.TopicChecker = (*Notifier)(nil)
 )
 
 // CheckTopic reports whether Notify accepts topic as a queue name
 // (3–63 lower-case letters, digits and single hyphens).
 func (n *Notifier) CheckTopic(topic string) error { return checkName("queue", topic) }
 
-// Notifier implements core.Notifier on Azure Queue storage: a topic is a
+// Notifier implements async.Notifier on Azure Queue storage: a topic is a
 // queue of that name on the account, created on first use when missing.
 // Message text is the base64 of the body, with the service's default
 // time-to-live (7 days). A Notifier is made by Account.Notifier and is safe

@@ -10,12 +10,12 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/v2"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/v2/queueerror"
 
-	"fngateway/core"
+	"fngateway/core/async"
 )
 
 var (
-	_ core.Queue              = (*Queue)(nil)
-	_ core.VisibilityExtender = (*Queue)(nil)
+	_ async.Queue              = (*Queue)(nil)
+	_ async.VisibilityExtender = (*Queue)(nil)
 )
 
 // Limits of Azure Queue storage.
@@ -30,7 +30,7 @@ const (
 	maxVisibility = 7 * 24 * time.Hour
 )
 
-// Queue implements core.Queue on an Azure Storage queue. Message text is
+// Queue implements async.Queue on an Azure Storage queue. Message text is
 // the base64 of the body, which the Functions queue trigger decodes by
 // default. Messages never expire (time-to-live -1), since an async request
 // may outlive the service's 7-day default. The queue is created on first
@@ -59,7 +59,7 @@ func (q *Queue) Enqueue(ctx context.Context, body []byte, delay time.Duration) e
 // seconds, at least 1 s and at most 7 days. A message whose text is not
 // valid base64 is returned with its raw text as Body, so that it fails
 // alone where the body is decoded, and its neighbours are unaffected.
-func (q *Queue) Receive(ctx context.Context, limit int, visibility time.Duration) ([]core.Message, error) {
+func (q *Queue) Receive(ctx context.Context, limit int, visibility time.Duration) ([]async.Message, error) {
 	n := min(max(limit, 1), maxReceive)
 	opts := &azqueue.DequeueMessagesOptions{
 		NumberOfMessages:  to.Ptr(int32(n)),
@@ -72,17 +72,17 @@ func (q *Queue) Receive(ctx context.Context, limit int, visibility time.Duration
 		if err := q.q.create(ctx); err != nil {
 			return nil, fmt.Errorf("receive: %w", err)
 		}
-		return []core.Message{}, nil
+		return []async.Message{}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("receive from %s: %w", q.q.name, err)
 	}
-	msgs := make([]core.Message, 0, len(resp.Messages))
+	msgs := make([]async.Message, 0, len(resp.Messages))
 	for _, m := range resp.Messages {
 		if m == nil {
 			continue
 		}
-		msg := core.Message{
+		msg := async.Message{
 			ID:      deref(m.MessageID),
 			Receipt: deref(m.PopReceipt),
 		}
@@ -102,11 +102,11 @@ func (q *Queue) Receive(ctx context.Context, limit int, visibility time.Duration
 
 // Complete deletes a received message. If the message is gone or its
 // receipt is stale (it was received again since), the error wraps
-// core.ErrNotFound.
-func (q *Queue) Complete(ctx context.Context, m core.Message) error {
+// async.ErrNotFound.
+func (q *Queue) Complete(ctx context.Context, m async.Message) error {
 	_, err := q.q.client.DeleteMessage(ctx, m.ID, m.Receipt, nil)
 	if queueerror.HasCode(err, queueerror.MessageNotFound, queueerror.PopReceiptMismatch, queueerror.QueueNotFound) {
-		return fmt.Errorf("complete message %s: %w", m.ID, core.ErrNotFound)
+		return fmt.Errorf("complete message %s: %w", m.ID, async.ErrNotFound)
 	}
 	if err != nil {
 		return fmt.Errorf("complete message %s: %w", m.ID, err)
@@ -119,13 +119,13 @@ func (q *Queue) Complete(ctx context.Context, m core.Message) error {
 // Update Message. The service issues a new pop receipt: the returned
 // Message carries it, and Complete or a later Extend needs it. The message
 // text is written back unchanged (the base64 of m.Body). A message that is
-// gone, or received again since, is an error wrapping core.ErrNotFound.
-func (q *Queue) Extend(ctx context.Context, m core.Message, visibility time.Duration) (core.Message, error) {
+// gone, or received again since, is an error wrapping async.ErrNotFound.
+func (q *Queue) Extend(ctx context.Context, m async.Message, visibility time.Duration) (async.Message, error) {
 	text := base64.StdEncoding.EncodeToString(m.Body)
 	resp, err := q.q.client.UpdateMessage(ctx, m.ID, m.Receipt, text,
 		&azqueue.UpdateMessageOptions{VisibilityTimeout: to.Ptr(seconds(visibility, 0))})
 	if queueerror.HasCode(err, queueerror.MessageNotFound, queueerror.PopReceiptMismatch, queueerror.QueueNotFound) {
-		return m, fmt.Errorf("extend message %s: %w", m.ID, core.ErrNotFound)
+		return m, fmt.Errorf("extend message %s: %w", m.ID, async.ErrNotFound)
 	}
 	if err != nil {
 		return m, fmt.Errorf("extend message %s: %w", m.ID, err)

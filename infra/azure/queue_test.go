@@ -10,7 +10,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/v2"
 
-	"fngateway/core"
+	"fngateway/core/async"
 	"fngateway/infra/azure"
 	"fngateway/internal/emulators"
 )
@@ -27,10 +27,10 @@ func rawQueue(tb testing.TB, az *emulators.Azurite, name string) *azqueue.QueueC
 }
 
 // receiveOne polls q until it returns a message.
-func receiveOne(tb testing.TB, q *azure.Queue, visibility, timeout time.Duration) core.Message {
+func receiveOne(tb testing.TB, q *azure.Queue, visibility, timeout time.Duration) async.Message {
 	tb.Helper()
 	ctx := testContext(tb)
-	var got core.Message
+	var got async.Message
 	eventually(tb, timeout, "receive a message", func() bool {
 		msgs, err := q.Receive(ctx, 1, visibility)
 		if err != nil {
@@ -50,7 +50,7 @@ func receiveOne(tb testing.TB, q *azure.Queue, visibility, timeout time.Duration
 
 // TestQueue runs what is specific to the Azure Queue and the Notifier
 // against one Azurite (wire format, message size, names); the semantics
-// core relies on are checked by core/porttest in TestQueuePort. Subtests
+// core relies on are checked by core/async/porttest in TestQueuePort. Subtests
 // use their own queues and run in parallel.
 func TestQueue(t *testing.T) {
 	t.Parallel()
@@ -96,7 +96,7 @@ func TestQueue(t *testing.T) {
 		if err := q.Complete(ctx, m); err != nil {
 			t.Fatalf("Complete: %v", err)
 		}
-		if err := q.Complete(ctx, m); !errors.Is(err, core.ErrNotFound) {
+		if err := q.Complete(ctx, m); !errors.Is(err, async.ErrNotFound) {
 			t.Fatalf("Complete again: error = %v, want ErrNotFound", err)
 		}
 	})
@@ -160,8 +160,8 @@ func TestQueue(t *testing.T) {
 		if msgs, err := q.Receive(ctx, 1, time.Second); err != nil || len(msgs) != 0 {
 			t.Fatalf("Receive while extended = %v, %v; want none", msgs, err)
 		}
-		if _, err := q.Extend(ctx, m, time.Minute); !errors.Is(err, core.ErrNotFound) {
-			t.Errorf("Extend with a stale receipt = %v; want core.ErrNotFound", err)
+		if _, err := q.Extend(ctx, m, time.Minute); !errors.Is(err, async.ErrNotFound) {
+			t.Errorf("Extend with a stale receipt = %v; want async.ErrNotFound", err)
 		}
 		// Zero shows it again at once, body unchanged.
 		if _, err := q.Extend(ctx, m2, 0); err != nil {

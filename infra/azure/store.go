@@ -17,10 +17,10 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/service"
 
-	"fngateway/core"
+	"fngateway/core/async"
 )
 
-var _ core.Store = (*Store)(nil)
+var _ async.Store = (*Store)(nil)
 
 // WriteBlob's streaming: blocks of uploadBlockSize, at most uploadConcurrency
 // in flight, so a blob being written holds at most 4 MiB in memory.
@@ -29,7 +29,7 @@ const (
 	uploadConcurrency = 4
 )
 
-// Store implements core.Store on Blob storage. A key "<container>/<blob>"
+// Store implements async.Store on Blob storage. A key "<container>/<blob>"
 // names a blob in a container; containers are created on first write when
 // missing. Versions are the blobs' ETags. A Store is made by an Account
 // and is safe for concurrent use.
@@ -59,28 +59,15 @@ func (s *Store) blockBlob(key string) (*blockblob.Client, string, error) {
 	return s.svc.NewContainerClient(container).NewBlockBlobClient(name), container, nil
 }
 
-// Get returns the blob at key and its ETag, or core.ErrNotFound when the
+// Get returns the blob at key and its ETag, or async.ErrNotFound when the
 // blob or its container does not exist.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, string, error) {
-	bb, _, err := s.blockBlob(key)
-	if err != nil {
-		return nil, "", fmt.Errorf("get: %w", err)
-	}
-	resp, err := bb.DownloadStream(ctx, nil)
-	if err != nil {
-		return nil, "", fmt.Errorf("get %s: %w", key, readErr(err))
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, "", fmt.Errorf("get %s: read: %w", key, err)
-	}
-	return data, etag(resp.ETag), nil
+	return async.ReadObject(s.open(ctx, key))
 }
 
 // Put writes data at key if the blob's ETag is ifVersion, or, with
 // ifVersion "", only if no blob is there (If-None-Match: *). It returns
-// the new ETag, or core.ErrConflict when the condition fails (a blob
+// the new ETag, or async.ErrConflict when the condition fails (a blob
 // deleted since ifVersion counts as changed). A missing container is
 // created and the write tried once more.
 func (s *Store) Put(ctx context.Context, key string, data []byte, ifVersion string) (string, error) {
@@ -102,7 +89,7 @@ func (s *Store) Put(ctx context.Context, key string, data []byte, ifVersion stri
 	if bloberror.HasCode(err, bloberror.ContainerNotFound) {
 		if ifVersion != "" {
 			// No container, so no blob at that version.
-			return "", fmt.Errorf("put %s: %w", key, core.ErrConflict)
+			return "", fmt.Errorf("put %s: %w", key, async.ErrConflict)
 		}
 		if err := s.createContainer(ctx, container); err != nil {
 			return "", fmt.Errorf("put %s: %w", key, err)
@@ -119,7 +106,7 @@ func (s *Store) Put(ctx context.Context, key string, data []byte, ifVersion stri
 // WriteBlob streams r into the blob at key with a block upload: blocks are
 // staged, then committed at once, so the blob appears whole or not at all,
 // and at most a few MiB of r are in memory. With create set the commit is
-// conditional (If-None-Match: *) and fails with core.ErrConflict if the blob
+// conditional (If-None-Match: *) and fails with async.ErrConflict if the blob
 // exists. The container is created first when this Store has not seen it;
 // if it disappears anyway, the write fails, since r cannot be replayed.
 func (s *Store) WriteBlob(ctx context.Context, key string, r io.Reader, contentType string, create bool) error {
@@ -151,18 +138,25 @@ func (s *Store) WriteBlob(ctx context.Context, key string, r io.Reader, contentT
 }
 
 // OpenBlob opens the blob at key for reading, streaming its body; it returns
-// core.ErrNotFound when the blob or its container does not exist. The
+// async.ErrNotFound when the blob or its container does not exist. The
 // caller closes the reader.
 func (s *Store) OpenBlob(ctx context.Context, key string) (io.ReadCloser, error) {
+	return async.OpenObject(s.open(ctx, key))
+}
+
+// open opens the blob at key, streaming its body, with its ETag. An error
+// names the key, and wraps async.ErrNotFound when the blob or its
+// container does not exist.
+func (s *Store) open(ctx context.Context, key string) (io.ReadCloser, string, error) {
 	bb, _, err := s.blockBlob(key)
 	if err != nil {
-		return nil, fmt.Errorf("open blob: %w", err)
+		return nil, "", err
 	}
 	resp, err := bb.DownloadStream(ctx, nil)
 	if err != nil {
-		return nil, fmt.Errorf("open blob %s: %w", key, readErr(err))
+		return nil, "", fmt.Errorf("%s: %w", key, readErr(err))
 	}
-	return resp.Body, nil
+	return resp.Body, etag(resp.ETag), nil
 }
 
 // createContainer creates a container, tolerating one that exists.
@@ -175,21 +169,21 @@ func (s *Store) createContainer(ctx context.Context, container string) error {
 	return nil
 }
 
-// readErr maps a missing blob or container to core.ErrNotFound.
+// readErr maps a missing blob or container to async.ErrNotFound.
 func readErr(err error) error {
 	if bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound) || hasStatus(err, http.StatusNotFound) {
-		return core.ErrNotFound
+		return async.ErrNotFound
 	}
 	return err
 }
 
-// writeErr maps a failed write condition to core.ErrConflict: 412
+// writeErr maps a failed write condition to async.ErrConflict: 412
 // (ConditionNotMet), 409 BlobAlreadyExists, or a blob gone since the
 // version given (404 BlobNotFound).
 func writeErr(err error) error {
 	if bloberror.HasCode(err, bloberror.ConditionNotMet, bloberror.BlobAlreadyExists, bloberror.BlobNotFound) ||
 		hasStatus(err, http.StatusPreconditionFailed) {
-		return core.ErrConflict
+		return async.ErrConflict
 	}
 	return err
 }

@@ -10,14 +10,14 @@ import (
 	"testing"
 	"time"
 
-	"fngateway/core"
+	"fngateway/core/async"
 	"fngateway/infra/azure"
 	"fngateway/internal/emulators"
 )
 
 // TestStore runs what is specific to the Blob Store against one Azurite
 // (key rules, SAS URLs); the semantics core relies on are checked by
-// core/porttest in TestStorePort. Subtests use their own containers and
+// core/async/porttest in TestStorePort. Subtests use their own containers and
 // run in parallel.
 func TestStore(t *testing.T) {
 	t.Parallel()
@@ -29,7 +29,7 @@ func TestStore(t *testing.T) {
 		ctx := testContext(t)
 		for _, key := range []string{"", "nocontainer", "UPPER/blob", "ab/blob", "good-container/", "bad--name/blob"} {
 			_, _, err := store.Get(ctx, key)
-			if err == nil || errors.Is(err, core.ErrNotFound) {
+			if err == nil || errors.Is(err, async.ErrNotFound) {
 				t.Errorf("Get(%q) error = %v, want an invalid-key error", key, err)
 			}
 			if _, err := store.Put(ctx, key, nil, ""); err == nil || !strings.Contains(err.Error(), "invalid key") {

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"fngateway/core"
+	"fngateway/core/async"
 )
 
 // maxContentType bounds the content type stored with a blob.
@@ -17,7 +17,7 @@ const maxContentType = 1024
 
 // WriteBlob streams r into the blob at key, holding only a small buffer in
 // memory, and stores contentType with it. The blob appears whole or not at
-// all. With create set it fails with an error wrapping core.ErrConflict if
+// all. With create set it fails with an error wrapping async.ErrConflict if
 // the blob exists; otherwise it replaces it. A blob gets a version like a
 // record, so Get and Put work on it too.
 func (s *Store) WriteBlob(ctx context.Context, key string, r io.Reader, contentType string, create bool) error {
@@ -35,8 +35,8 @@ func (s *Store) WriteBlob(ctx context.Context, key string, r io.Reader, contentT
 	switch {
 	case err == nil && create:
 		// Checked again atomically at commit; this only saves the copy.
-		return fmt.Errorf("write blob %s: already exists: %w", key, core.ErrConflict)
-	case err != nil && !errors.Is(err, core.ErrNotFound):
+		return fmt.Errorf("write blob %s: already exists: %w", key, async.ErrConflict)
+	case err != nil && !errors.Is(err, async.ErrNotFound):
 		cur = objectHeader{}
 	}
 	hdr, err := encodeHeader(&objectHeader{Version: nextVersion(cur.Version), ContentType: contentType})
@@ -55,7 +55,7 @@ func (s *Store) WriteBlob(ctx context.Context, key string, r io.Reader, contentT
 	mu.Lock()
 	err = commit(tmp, path, create)
 	mu.Unlock()
-	if errors.Is(err, core.ErrConflict) {
+	if errors.Is(err, async.ErrConflict) {
 		return fmt.Errorf("write blob %s: already exists: %w", key, err)
 	}
 	if err != nil {
@@ -65,7 +65,7 @@ func (s *Store) WriteBlob(ctx context.Context, key string, r io.Reader, contentT
 }
 
 // OpenBlob opens the blob at key for reading. It returns an error wrapping
-// core.ErrNotFound when the blob is missing. The caller must close it.
+// async.ErrNotFound when the blob is missing. The caller must close it.
 func (s *Store) OpenBlob(ctx context.Context, key string) (io.ReadCloser, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err

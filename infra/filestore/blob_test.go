@@ -13,14 +13,14 @@ import (
 	"strings"
 	"testing"
 
-	"fngateway/core"
+	"fngateway/core/async"
 )
 
 func TestWriteBlob(t *testing.T) {
 	ctx := context.Background()
 	s := mustOpen(t, t.TempDir())
 	const key = "results/id1/data"
-	if _, err := s.OpenBlob(ctx, key); !errors.Is(err, core.ErrNotFound) {
+	if _, err := s.OpenBlob(ctx, key); !errors.Is(err, async.ErrNotFound) {
 		t.Fatalf("OpenBlob missing: err = %v, want ErrNotFound", err)
 	}
 	tests := []struct {
@@ -31,9 +31,9 @@ func TestWriteBlob(t *testing.T) {
 		stored string
 	}{
 		{"create", "first", true, nil, "first"},
-		{"create again", "second", true, core.ErrConflict, "first"},
+		{"create again", "second", true, async.ErrConflict, "first"},
 		{"replace", "third", false, nil, "third"},
-		{"create after replace", "fourth", true, core.ErrConflict, "third"},
+		{"create after replace", "fourth", true, async.ErrConflict, "third"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -98,7 +98,7 @@ func TestWriteBlobWholeOrNothing(t *testing.T) {
 					t.Errorf("WriteBlob(create %v) = %v, want %v", create, err, tt.want)
 				}
 			}
-			if _, err := s.OpenBlob(context.Background(), "c/partial"); !errors.Is(err, core.ErrNotFound) {
+			if _, err := s.OpenBlob(context.Background(), "c/partial"); !errors.Is(err, async.ErrNotFound) {
 				t.Errorf("OpenBlob after a failed write: err = %v, want ErrNotFound", err)
 			}
 			left, _ := filepath.Glob(filepath.Join(s.objects, "c", "*"))

@@ -10,11 +10,11 @@ import (
 	"strings"
 	"testing"
 
-	"fngateway/core"
+	"fngateway/core/async"
 )
 
 // TestCorruptObjects: a record or blob file damaged while the store runs is
-// reported with core.ErrCorruptRecord, the sentinel core branches on (before
+// reported with async.ErrCorruptRecord, the sentinel core branches on (before
 // it was the store's own "malformed record", which core did not know, so a
 // status URI answered 503 forever), and a symlink is never followed, not
 // even to a valid record of the store.
@@ -27,7 +27,7 @@ func TestCorruptObjects(t *testing.T) {
 		{"random bytes", func(t *testing.T, _ *Store, path string) { writeFile(t, path, []byte("\x8f\x00garbage\xff\n\n")) }},
 		{"emptied", func(t *testing.T, _ *Store, path string) { writeFile(t, path, nil) }},
 		{"symlink to a valid record", func(t *testing.T, s *Store, path string) {
-			if _, err := s.Put(ctx, "c/other", []byte("secret"), ""); err != nil && !errors.Is(err, core.ErrConflict) {
+			if _, err := s.Put(ctx, "c/other", []byte("secret"), ""); err != nil && !errors.Is(err, async.ErrConflict) {
 				t.Fatal(err)
 			}
 			os.Remove(path)
@@ -54,17 +54,17 @@ func TestCorruptObjects(t *testing.T) {
 			tt.damage(t, s, s.path("c/rec"))
 			tt.damage(t, s, s.path("c/blob"))
 
-			if _, _, err := s.Get(ctx, "c/rec"); !errors.Is(err, core.ErrCorruptRecord) {
-				t.Errorf("Get = %v; want core.ErrCorruptRecord", err)
+			if _, _, err := s.Get(ctx, "c/rec"); !errors.Is(err, async.ErrCorruptRecord) {
+				t.Errorf("Get = %v; want async.ErrCorruptRecord", err)
 			}
-			if _, err := s.Put(ctx, "c/rec", []byte("{}"), "1-x"); !errors.Is(err, core.ErrCorruptRecord) {
-				t.Errorf("Put over it = %v; want core.ErrCorruptRecord", err)
+			if _, err := s.Put(ctx, "c/rec", []byte("{}"), "1-x"); !errors.Is(err, async.ErrCorruptRecord) {
+				t.Errorf("Put over it = %v; want async.ErrCorruptRecord", err)
 			}
-			if rc, err := s.OpenBlob(ctx, "c/blob"); !errors.Is(err, core.ErrCorruptRecord) {
+			if rc, err := s.OpenBlob(ctx, "c/blob"); !errors.Is(err, async.ErrCorruptRecord) {
 				if rc != nil {
 					rc.Close()
 				}
-				t.Errorf("OpenBlob = %v; want core.ErrCorruptRecord", err)
+				t.Errorf("OpenBlob = %v; want async.ErrCorruptRecord", err)
 			}
 			// Replacing a damaged blob writes the store's own file; a
 			// symlink's target is left alone.
@@ -103,8 +103,8 @@ func TestCorruptObjectSignedURL(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := s.openBlob("c/blob")
-	if !errors.Is(err, core.ErrCorruptRecord) {
-		t.Fatalf("openBlob = %v; want core.ErrCorruptRecord", err)
+	if !errors.Is(err, async.ErrCorruptRecord) {
+		t.Fatalf("openBlob = %v; want async.ErrCorruptRecord", err)
 	}
 	if bytes.Contains([]byte(err.Error()), secret) {
 		t.Errorf("the error shows the target's content: %v", err)

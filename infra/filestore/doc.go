@@ -4,7 +4,7 @@
 // under one directory, plus the handler that serves blobs back through the
 // gateway's own signed URLs (/_gateway/blobs/<key>?se=…&sig=…).
 //
-// A *Store implements core.Store, core.Queue and core.Notifier. Its methods
+// A *Store implements async.Store, async.Queue and async.Notifier. Its methods
 // may be called by multiple goroutines simultaneously. Every write goes to a
 // temporary file that is synced and then renamed into place, so a process
 // killed mid-write leaves the old object or the new one, never a torn one.

@@ -6,13 +6,13 @@ import (
 	"io/fs"
 	"os"
 
-	"fngateway/core"
+	"fngateway/core/async"
 )
 
 // openNoFollow opens the file at path for reading without ever following a
 // symlink: path must name a regular file itself. A symlink (whatever it
 // points at), a device, a FIFO, a socket or a directory there is an error
-// wrapping core.ErrCorruptRecord, and so is a file swapped for another
+// wrapping async.ErrCorruptRecord, and so is a file swapped for another
 // between the check and the open. A missing file is fs.ErrNotExist, as
 // os.Open reports it.
 //
@@ -41,12 +41,12 @@ func openNoFollow(path string) (*os.File, error) {
 	}
 	if !st.Mode().IsRegular() || !os.SameFile(fi, st) {
 		f.Close()
-		return nil, fmt.Errorf("%w: %s was replaced while it was opened", core.ErrCorruptRecord, path)
+		return nil, fmt.Errorf("%w: %s was replaced while it was opened", async.ErrCorruptRecord, path)
 	}
 	return f, nil
 }
 
-// errNotRegular is wrapped, with core.ErrCorruptRecord, by the error of a
+// errNotRegular is wrapped, with async.ErrCorruptRecord, by the error of a
 // path that names something other than a regular file.
 var errNotRegular = errors.New("not a regular file")
 
@@ -58,5 +58,5 @@ func notRegular(path string, mode fs.FileMode) error {
 	case mode.IsDir():
 		what = "a directory"
 	}
-	return fmt.Errorf("%w: %s is %s: %w", core.ErrCorruptRecord, path, what, errNotRegular)
+	return fmt.Errorf("%w: %s is %s: %w", async.ErrCorruptRecord, path, what, errNotRegular)
 }

@@ -9,7 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"fngateway/core"
+	"fngateway/core/async"
 )
 
 // errInvalidTopic is wrapped by Notify's error for a topic name that is
@@ -28,7 +28,7 @@ func validTopic(t string) bool {
 	return true
 }
 
-var _ core.TopicChecker = (*Store)(nil)
+var _ async.TopicChecker = (*Store)(nil)
 
 // CheckTopic reports whether Notify accepts topic: an error wrapping
 // errInvalidTopic says what a valid name is when it does not.

@@ -14,10 +14,10 @@ import (
 	"strings"
 	"time"
 
-	"fngateway/core"
+	"fngateway/core/async"
 )
 
-var _ core.VisibilityExtender = (*Store)(nil)
+var _ async.VisibilityExtender = (*Store)(nil)
 
 const msgSuffix = ".msg"
 
@@ -65,9 +65,9 @@ func (s *Store) loadQueue() error {
 		}
 		h, err := readMessageHeader(path)
 		if err == nil && h.ID != id {
-			err = fmt.Errorf("%w: id %s in file %s", core.ErrCorruptRecord, h.ID, name)
+			err = fmt.Errorf("%w: id %s in file %s", async.ErrCorruptRecord, h.ID, name)
 		}
-		if errors.Is(err, core.ErrCorruptRecord) {
+		if errors.Is(err, async.ErrCorruptRecord) {
 			qerr := s.quarantineFile(name, err)
 			if !errors.Is(qerr, errQuarantined) {
 				return fmt.Errorf("load queue: %w", qerr)
@@ -165,7 +165,7 @@ func (s *Store) Enqueue(ctx context.Context, body []byte, delay time.Duration) e
 // disk after it is released, so a Receive that syncs many files never
 // holds up Enqueue. A delivery that cannot be written is put back,
 // visible, and left out; Receive fails only if none could be.
-func (s *Store) Receive(ctx context.Context, limit int, visibility time.Duration) ([]core.Message, error) {
+func (s *Store) Receive(ctx context.Context, limit int, visibility time.Duration) ([]async.Message, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -198,7 +198,7 @@ func (s *Store) Receive(ctx context.Context, limit int, visibility time.Duration
 	}
 	s.qmu.Unlock()
 
-	out := []core.Message{}
+	out := []async.Message{}
 	var firstErr error
 	quarantined := s.takeQuarantined()
 	for _, d := range taken {
@@ -207,10 +207,10 @@ func (s *Store) Receive(ctx context.Context, limit int, visibility time.Duration
 			err = s.writeMessage(ctx, &d.next, body)
 		}
 		if err == nil {
-			out = append(out, core.Message{ID: d.next.ID, Receipt: d.next.Receipt, Body: body, DequeueCount: d.next.DequeueCount})
+			out = append(out, async.Message{ID: d.next.ID, Receipt: d.next.Receipt, Body: body, DequeueCount: d.next.DequeueCount})
 			continue
 		}
-		corrupt := errors.Is(err, core.ErrCorruptRecord)
+		corrupt := errors.Is(err, async.ErrCorruptRecord)
 		s.qmu.Lock()
 		if h, ok := s.msgs[d.next.ID]; ok && h.Receipt == d.next.Receipt {
 			if errors.Is(err, fs.ErrNotExist) || corrupt {
@@ -253,9 +253,9 @@ func (s *Store) takeQuarantined() []error {
 // again at once), keeping its receipt. The change is made in memory only:
 // on disk the message keeps the visibility of its delivery, so after a
 // restart (its worker gone) it is visible again by then. A message that is
-// gone is an error wrapping core.ErrNotFound; a receipt that is not the
-// latest delivery's, one wrapping core.ErrConflict.
-func (s *Store) Extend(ctx context.Context, m core.Message, visibility time.Duration) (core.Message, error) {
+// gone is an error wrapping async.ErrNotFound; a receipt that is not the
+// latest delivery's, one wrapping async.ErrConflict.
+func (s *Store) Extend(ctx context.Context, m async.Message, visibility time.Duration) (async.Message, error) {
 	if err := ctx.Err(); err != nil {
 		return m, err
 	}
@@ -266,10 +266,10 @@ func (s *Store) Extend(ctx context.Context, m core.Message, visibility time.Dura
 	defer s.qmu.Unlock()
 	h, ok := s.msgs[m.ID]
 	if !ok {
-		return m, fmt.Errorf("extend message %q: %w", m.ID, core.ErrNotFound)
+		return m, fmt.Errorf("extend message %q: %w", m.ID, async.ErrNotFound)
 	}
 	if m.Receipt == "" || m.Receipt != h.Receipt {
-		return m, fmt.Errorf("extend message %s: receipt is not the latest delivery's: %w", m.ID, core.ErrConflict)
+		return m, fmt.Errorf("extend message %s: receipt is not the latest delivery's: %w", m.ID, async.ErrConflict)
 	}
 	h.VisibleAt = time.Now().Add(visibility).UnixNano()
 	return m, nil
@@ -295,9 +295,9 @@ func (s *Store) readBody(id string) ([]byte, error) {
 
 // Complete deletes the message m was received as, if m.Receipt is its
 // latest delivery's receipt. A receipt from an earlier delivery returns an
-// error wrapping core.ErrConflict and deletes nothing; a message already
-// deleted returns one wrapping core.ErrNotFound.
-func (s *Store) Complete(ctx context.Context, m core.Message) error {
+// error wrapping async.ErrConflict and deletes nothing; a message already
+// deleted returns one wrapping async.ErrNotFound.
+func (s *Store) Complete(ctx context.Context, m async.Message) error {
 	return s.settle(ctx, m, "complete", func() error {
 		if err := os.Remove(s.msgPath(m.ID)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
@@ -310,7 +310,7 @@ func (s *Store) Complete(ctx context.Context, m core.Message) error {
 // receipt is its latest delivery's, runs remove (which takes the message's
 // file away) and forgets the message; the directory is synced outside the
 // lock, which Enqueue needs. op names the operation in errors.
-func (s *Store) settle(ctx context.Context, m core.Message, op string, remove func() error) error {
+func (s *Store) settle(ctx context.Context, m async.Message, op string, remove func() error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -318,11 +318,11 @@ func (s *Store) settle(ctx context.Context, m core.Message, op string, remove fu
 	h, ok := s.msgs[m.ID]
 	if !ok {
 		s.qmu.Unlock()
-		return fmt.Errorf("%s message %q: %w", op, m.ID, core.ErrNotFound)
+		return fmt.Errorf("%s message %q: %w", op, m.ID, async.ErrNotFound)
 	}
 	if m.Receipt == "" || m.Receipt != h.Receipt {
 		s.qmu.Unlock()
-		return fmt.Errorf("%s message %s: receipt is not the latest delivery's: %w", op, m.ID, core.ErrConflict)
+		return fmt.Errorf("%s message %s: receipt is not the latest delivery's: %w", op, m.ID, async.ErrConflict)
 	}
 	if err := remove(); err != nil {
 		s.qmu.Unlock()
@@ -359,11 +359,11 @@ func (s *Store) NextVisible() (time.Time, bool) {
 // Quarantine sets the received message m aside: its file moves to
 // quarantine/, whole, for an operator to inspect, and it is never delivered
 // again. The local worker calls it for a message whose body is not a
-// continuation it can decode (core.ErrBadMessage), so that the message is
+// continuation it can decode (async.ErrBadMessage), so that the message is
 // logged once rather than on every delivery. A receipt that is not the
-// latest delivery's is an error wrapping core.ErrConflict; a message
-// already gone, one wrapping core.ErrNotFound.
-func (s *Store) Quarantine(ctx context.Context, m core.Message) error {
+// latest delivery's is an error wrapping async.ErrConflict; a message
+// already gone, one wrapping async.ErrNotFound.
+func (s *Store) Quarantine(ctx context.Context, m async.Message) error {
 	return s.settle(ctx, m, "quarantine", func() error {
 		return os.Rename(s.msgPath(m.ID), filepath.Join(s.quarantine, m.ID+msgSuffix))
 	})

@@ -12,11 +12,11 @@ import (
 	"testing/synctest"
 	"time"
 
-	"fngateway/core"
+	"fngateway/core/async"
 )
 
 // receiveOne receives from s and expects exactly the message body want.
-func receiveOne(tb testing.TB, s *Store, visibility time.Duration, want string) core.Message {
+func receiveOne(tb testing.TB, s *Store, visibility time.Duration, want string) async.Message {
 	tb.Helper()
 	msgs, err := s.Receive(context.Background(), 10, visibility)
 	if err != nil {
@@ -39,7 +39,7 @@ func receiveNone(tb testing.TB, s *Store) {
 	}
 }
 
-func bodies(msgs []core.Message) []string {
+func bodies(msgs []async.Message) []string {
 	if msgs == nil {
 		return nil
 	}
@@ -102,14 +102,14 @@ func TestQueueVisibilityAndReceipts(t *testing.T) {
 		}
 		tests := []struct {
 			name string
-			m    core.Message
+			m    async.Message
 			want error
 		}{
-			{"stale receipt", first, core.ErrConflict},
-			{"no receipt", core.Message{ID: first.ID}, core.ErrConflict},
-			{"unknown id", core.Message{ID: "../../signing", Receipt: second.Receipt}, core.ErrNotFound},
+			{"stale receipt", first, async.ErrConflict},
+			{"no receipt", async.Message{ID: first.ID}, async.ErrConflict},
+			{"unknown id", async.Message{ID: "../../signing", Receipt: second.Receipt}, async.ErrNotFound},
 			{"current receipt", second, nil},
-			{"completed twice", second, core.ErrNotFound},
+			{"completed twice", second, async.ErrNotFound},
 		}
 		for _, tt := range tests {
 			err := s.Complete(ctx, tt.m)
@@ -156,13 +156,13 @@ func TestQueueExtend(t *testing.T) {
 			t.Fatal(err)
 		}
 		again := receiveOne(t, s, vis, "job")
-		if _, err := s.Extend(ctx, m, vis); !errors.Is(err, core.ErrConflict) {
+		if _, err := s.Extend(ctx, m, vis); !errors.Is(err, async.ErrConflict) {
 			t.Errorf("Extend with the earlier delivery's receipt = %v; want ErrConflict", err)
 		}
 		if err := s.Complete(ctx, again); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Extend(ctx, again, vis); !errors.Is(err, core.ErrNotFound) {
+		if _, err := s.Extend(ctx, again, vis); !errors.Is(err, async.ErrNotFound) {
 			t.Errorf("Extend after Complete = %v; want ErrNotFound", err)
 		}
 	})
@@ -194,7 +194,7 @@ func TestQueueSurvivesReopen(t *testing.T) {
 		if again.ID != first.ID || again.DequeueCount != 2 {
 			t.Errorf("after reopen = %+v, want %s with DequeueCount 2", again, first.ID)
 		}
-		if err := s2.Complete(ctx, first); !errors.Is(err, core.ErrConflict) {
+		if err := s2.Complete(ctx, first); !errors.Is(err, async.ErrConflict) {
 			t.Errorf("Complete with the first receipt = %v, want ErrConflict", err)
 		}
 		if err := s2.Complete(ctx, again); err != nil {
@@ -404,13 +404,13 @@ func TestQueueQuarantineMessage(t *testing.T) {
 	}
 	m := receiveOne(t, s, 0, "not a continuation")
 	m2 := receiveOne(t, s, 0, "not a continuation")
-	if err := s.Quarantine(ctx, m); !errors.Is(err, core.ErrConflict) {
+	if err := s.Quarantine(ctx, m); !errors.Is(err, async.ErrConflict) {
 		t.Errorf("Quarantine with an old receipt = %v; want ErrConflict", err)
 	}
 	if err := s.Quarantine(ctx, m2); err != nil {
 		t.Fatalf("Quarantine: %v", err)
 	}
-	if err := s.Quarantine(ctx, m2); !errors.Is(err, core.ErrNotFound) {
+	if err := s.Quarantine(ctx, m2); !errors.Is(err, async.ErrNotFound) {
 		t.Errorf("second Quarantine = %v; want ErrNotFound", err)
 	}
 	receiveNone(t, s)

@@ -8,7 +8,7 @@ import (
 	"io"
 	"os"
 
-	"fngateway/core"
+	"fngateway/core/async"
 )
 
 // On disk, objects and queue messages are records: the magic line, one line
@@ -29,7 +29,7 @@ type objectHeader struct {
 
 func (h *objectHeader) check() error {
 	if h.Version == "" {
-		return fmt.Errorf("%w: empty version", core.ErrCorruptRecord)
+		return fmt.Errorf("%w: empty version", async.ErrCorruptRecord)
 	}
 	return nil
 }
@@ -47,10 +47,10 @@ type messageHeader struct {
 
 func (h *messageHeader) check() error {
 	if !validID(h.ID) {
-		return fmt.Errorf("%w: message id %q", core.ErrCorruptRecord, h.ID)
+		return fmt.Errorf("%w: message id %q", async.ErrCorruptRecord, h.ID)
 	}
 	if h.DequeueCount < 0 {
-		return fmt.Errorf("%w: dequeue count %d", core.ErrCorruptRecord, h.DequeueCount)
+		return fmt.Errorf("%w: dequeue count %d", async.ErrCorruptRecord, h.DequeueCount)
 	}
 	return nil
 }
@@ -75,13 +75,13 @@ func encodeHeader(hdr any) ([]byte, error) {
 // at which its payload begins. b may be just the first maxHeaderLen bytes.
 func splitRecord(b []byte) (hdr []byte, payload int, err error) {
 	if !bytes.HasPrefix(b, []byte(recordMagic)) {
-		return nil, 0, fmt.Errorf("%w: no magic line", core.ErrCorruptRecord)
+		return nil, 0, fmt.Errorf("%w: no magic line", async.ErrCorruptRecord)
 	}
 	rest := b[len(recordMagic):]
 	rest = rest[:min(len(rest), maxHeaderLen-len(recordMagic))]
 	i := bytes.IndexByte(rest, '\n')
 	if i < 0 {
-		return nil, 0, fmt.Errorf("%w: header not terminated within %d bytes", core.ErrCorruptRecord, maxHeaderLen)
+		return nil, 0, fmt.Errorf("%w: header not terminated within %d bytes", async.ErrCorruptRecord, maxHeaderLen)
 	}
 	return rest[:i], len(recordMagic) + i + 1, nil
 }
@@ -100,7 +100,7 @@ func decodeRecord[H header](b []byte, hdr H) (int, error) {
 		return 0, err
 	}
 	if err := json.Unmarshal(j, hdr); err != nil {
-		return 0, fmt.Errorf("%w: header: %v", core.ErrCorruptRecord, err)
+		return 0, fmt.Errorf("%w: header: %v", async.ErrCorruptRecord, err)
 	}
 	if err := hdr.check(); err != nil {
 		return 0, err

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"fngateway/core"
+	"fngateway/core/async"
 )
 
 func TestDecodeRecord(t *testing.T) {
@@ -32,8 +32,8 @@ func TestDecodeRecord(t *testing.T) {
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("decodeRecord: err = %v, want error %v", err, tt.wantErr)
 			}
-			if err != nil && !errors.Is(err, core.ErrCorruptRecord) {
-				t.Errorf("err = %v, want core.ErrCorruptRecord", err)
+			if err != nil && !errors.Is(err, async.ErrCorruptRecord) {
+				t.Errorf("err = %v, want async.ErrCorruptRecord", err)
 			}
 			if err == nil && string(tt.in[off:]) != "payload" {
 				t.Errorf("payload = %q, want %q", tt.in[off:], "payload")

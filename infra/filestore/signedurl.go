@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"fngateway/core"
+	"fngateway/core/async"
 )
 
 // blobPathPrefix is the path under which ServeHTTP serves blobs; SignURL's
@@ -151,7 +152,7 @@ func (s *Store) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b, err := s.openBlob(key)
-	if errors.Is(err, core.ErrNotFound) {
+	if errors.Is(err, async.ErrNotFound) {
 		writeError(w, &denial{http.StatusNotFound, codeNotFound, "no blob " + key})
 		return
 	}

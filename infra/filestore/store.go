@@ -18,13 +18,13 @@ import (
 	"sync"
 	"syscall"
 
-	"fngateway/core"
+	"fngateway/core/async"
 )
 
 var (
-	_ core.Store    = (*Store)(nil)
-	_ core.Queue    = (*Store)(nil)
-	_ core.Notifier = (*Store)(nil)
+	_ async.Store    = (*Store)(nil)
+	_ async.Queue    = (*Store)(nil)
+	_ async.Notifier = (*Store)(nil)
 )
 
 // errInvalidKey is wrapped by every error about a key that cannot name an
@@ -125,7 +125,7 @@ func loadKey(dir string) ([]byte, error) {
 			return nil, fmt.Errorf("signing key: %w", err)
 		}
 		// A concurrent first open may win; then its key is read back.
-		if err := commit(tmp, path, true); err != nil && !errors.Is(err, core.ErrConflict) {
+		if err := commit(tmp, path, true); err != nil && !errors.Is(err, async.ErrConflict) {
 			return nil, fmt.Errorf("signing key: %w", err)
 		}
 	}
@@ -184,7 +184,7 @@ func (s *Store) lock(key string) *sync.Mutex {
 }
 
 // Get returns the record at key and its version. It returns an error
-// wrapping core.ErrNotFound when nothing is there.
+// wrapping async.ErrNotFound when nothing is there.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, "", err
@@ -211,7 +211,7 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, string, error) {
 
 // Put writes data at key if the current version is ifVersion or, when
 // ifVersion is "", only if nothing is there yet. It returns the new
-// version, or an error wrapping core.ErrConflict when the condition fails.
+// version, or an error wrapping async.ErrConflict when the condition fails.
 // Versions are "<generation>-<random tag>": the generation counts the
 // writes to the key and the tag makes every version unique.
 func (s *Store) Put(ctx context.Context, key string, data []byte, ifVersion string) (string, error) {
@@ -227,16 +227,16 @@ func (s *Store) Put(ctx context.Context, key string, data []byte, ifVersion stri
 	defer mu.Unlock()
 	cur, err := readObjectHeader(path)
 	switch {
-	case errors.Is(err, core.ErrNotFound):
+	case errors.Is(err, async.ErrNotFound):
 		if ifVersion != "" {
-			return "", fmt.Errorf("put %s: want version %s, nothing there: %w", key, ifVersion, core.ErrConflict)
+			return "", fmt.Errorf("put %s: want version %s, nothing there: %w", key, ifVersion, async.ErrConflict)
 		}
 	case err != nil:
 		return "", fmt.Errorf("put %s: %w", key, err)
 	case ifVersion == "":
-		return "", fmt.Errorf("put %s: already exists: %w", key, core.ErrConflict)
+		return "", fmt.Errorf("put %s: already exists: %w", key, async.ErrConflict)
 	case cur.Version != ifVersion:
-		return "", fmt.Errorf("put %s: want version %s, have %s: %w", key, ifVersion, cur.Version, core.ErrConflict)
+		return "", fmt.Errorf("put %s: want version %s, have %s: %w", key, ifVersion, cur.Version, async.ErrConflict)
 	}
 	version := nextVersion(cur.Version)
 	hdr, err := encodeHeader(&objectHeader{Version: version})
@@ -274,19 +274,19 @@ func randomHex(n int) string {
 }
 
 // openObject opens the record file at path; a missing file, a directory or
-// a path through a file is core.ErrNotFound. It never follows a symlink: a
+// a path through a file is async.ErrNotFound. It never follows a symlink: a
 // symlink or any other file that is not a regular one is an error wrapping
-// core.ErrCorruptRecord (see openNoFollow).
+// async.ErrCorruptRecord (see openNoFollow).
 func openObject(path string) (*os.File, error) {
 	f, err := openNoFollow(path)
 	switch {
 	case err == nil:
 		return f, nil
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
-		return nil, core.ErrNotFound
+		return nil, async.ErrNotFound
 	case errors.Is(err, errNotRegular):
 		if fi, lerr := os.Lstat(path); lerr == nil && fi.IsDir() {
-			return nil, core.ErrNotFound
+			return nil, async.ErrNotFound
 		}
 	}
 	return nil, err
@@ -365,7 +365,7 @@ func stage(ctx context.Context, dir string, head []byte, body io.Reader) (tmp st
 }
 
 // commit moves the staged file tmp to path and syncs the directory. With
-// create set it fails with core.ErrConflict, atomically, if path exists.
+// create set it fails with async.ErrConflict, atomically, if path exists.
 func commit(tmp, path string, create bool) error {
 	if create {
 		err := os.Link(tmp, path)
@@ -380,7 +380,7 @@ func commit(tmp, path string, create bool) error {
 		}
 		os.Remove(tmp)
 		if errors.Is(err, fs.ErrExist) {
-			return core.ErrConflict
+			return async.ErrConflict
 		}
 		if err != nil {
 			return err

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"fngateway/core"
+	"fngateway/core/async"
 )
 
 // mustOpen opens a store in dir, failing the test on error.
@@ -120,7 +120,7 @@ func TestPutGet(t *testing.T) {
 	s := mustOpen(t, t.TempDir())
 	const key = "records/r1"
 
-	if _, _, err := s.Get(ctx, key); !errors.Is(err, core.ErrNotFound) || !strings.Contains(err.Error(), key) {
+	if _, _, err := s.Get(ctx, key); !errors.Is(err, async.ErrNotFound) || !strings.Contains(err.Error(), key) {
 		t.Fatalf("Get missing: err = %v, want ErrNotFound naming the key", err)
 	}
 	v1, err := s.Put(ctx, key, []byte(`{"n":1}`), "")
@@ -135,7 +135,7 @@ func TestPutGet(t *testing.T) {
 		t.Fatalf("version unchanged by Put: %s", v1)
 	}
 
-	// Conditions and races: core/porttest (TestStorePort). Here: what is
+	// Conditions and races: core/async/porttest (TestStorePort). Here: what is
 	// the file store's own.
 	if _, err := s.Put(ctx, "fresh/a/b/c", []byte("deep"), ""); err != nil {
 		t.Fatalf("create in a new nested container: %v", err)
@@ -147,10 +147,10 @@ func TestPutGet(t *testing.T) {
 	if got, want := string(data), `{"n":2}`; got != want || v != v2 {
 		t.Errorf("Get = %q, %s; want %q, %s", got, v, want, v2)
 	}
-	if _, _, err := s.Get(ctx, "fresh/a"); !errors.Is(err, core.ErrNotFound) {
+	if _, _, err := s.Get(ctx, "fresh/a"); !errors.Is(err, async.ErrNotFound) {
 		t.Errorf("Get of a directory: err = %v, want ErrNotFound", err)
 	}
-	if _, _, err := s.Get(ctx, key+"/below"); !errors.Is(err, core.ErrNotFound) {
+	if _, _, err := s.Get(ctx, key+"/below"); !errors.Is(err, async.ErrNotFound) {
 		t.Errorf("Get below a record: err = %v, want ErrNotFound", err)
 	}
 	// Survives reopening.

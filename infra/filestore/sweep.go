@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"fngateway/core"
+	"fngateway/core/async"
 )
 
 // defaultSweepEvery and defaultSweepBatch are RunSweeper's defaults: a
@@ -22,8 +23,8 @@ const (
 )
 
 // Sweep deletes what expired async requests left in the store: once a
-// request is past its expiry plus its read grace (core.AsyncReadGrace), its record, request
-// body, result blobs and idempotency index entry (core.AsyncGarbage
+// request is past its expiry plus its read grace (core.ReadGrace), its record, request
+// body, result blobs and idempotency index entry (core.Garbage
 // decides). The cloud stores get the same from lifecycle rules.
 //
 // Work is bounded: one call examines at most batch objects (records and
@@ -40,7 +41,7 @@ func (s *Store) Sweep(ctx context.Context, now time.Time, batch int) (deleted in
 	if s.sweepAfter == nil {
 		s.sweepAfter = map[string]string{}
 	}
-	for _, prefix := range core.AsyncSweepPrefixes() {
+	for _, prefix := range async.SweepPrefixes() {
 		if batch == 0 {
 			break
 		}
@@ -84,13 +85,13 @@ func (s *Store) sweepPrefix(ctx context.Context, prefix string, now time.Time, b
 		s.sweepAfter[prefix] = name
 		key := prefix + name
 		data, _, err := s.Get(ctx, key)
-		if errors.Is(err, core.ErrNotFound) {
+		if errors.Is(err, async.ErrNotFound) {
 			continue
 		}
 		if err != nil {
 			return deleted, examined, fmt.Errorf("sweep: %w", err)
 		}
-		for _, k := range core.AsyncGarbage(key, data, now) {
+		for _, k := range async.Garbage(key, data, now) {
 			ok, err := s.remove(k)
 			if err != nil {
 				return deleted, examined, fmt.Errorf("sweep: %w", err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"fngateway/core"
+	"fngateway/core/async"
 )
 
 // okTransport answers every request 200 "ok".
@@ -25,18 +26,18 @@ func (okTransport) RoundTrip(*http.Request) (*http.Response, error) {
 
 // sweepEnv is an async engine on the file store, so that what a request
 // leaves behind is what the gateway really writes.
-func sweepEnv(tb testing.TB) (*Store, *core.Async) {
+func sweepEnv(tb testing.TB) (*Store, *async.Async) {
 	tb.Helper()
 	s := mustOpen(tb, tb.TempDir())
 	u, _ := url.Parse("http://backend.test")
-	a := &core.Async{Store: s, Queue: s, Forwarder: &core.Forwarder{Transport: okTransport{}},
+	a := &async.Async{Store: s, Queue: s, Forwarder: &core.Forwarder{Transport: okTransport{}},
 		Router: core.NewRouter(&core.Settings{Hosts: core.HostList{u}}), TTL: time.Hour}
 	return s, a
 }
 
 // submitDone submits a request that arrived at arrival with an
 // Idempotency-Key and runs its continuation to the end.
-func submitDone(tb testing.TB, s *Store, a *core.Async, arrival time.Time, key string) string {
+func submitDone(tb testing.TB, s *Store, a *async.Async, arrival time.Time, key string) string {
 	tb.Helper()
 	ctx := context.Background()
 	req := &core.Request{Method: "POST", Path: "/jobs", Header: http.Header{}, Body: []byte("body"),
@@ -101,7 +102,7 @@ func TestSweep(t *testing.T) {
 	if owned(before, oldID) != 4 || owned(before, newID) != 4 || len(before) != 10 {
 		t.Fatalf("files before the sweep: %v; want 4 per request and 2 index entries", before)
 	}
-	oldEnd := now.Add(-30 * time.Minute).Add(time.Hour + core.AsyncReadGrace)
+	oldEnd := now.Add(-30 * time.Minute).Add(time.Hour + async.ReadGrace)
 	if n, err := s.Sweep(ctx, oldEnd.Add(-time.Nanosecond), 100); err != nil || n != 0 {
 		t.Fatalf("Sweep just before the grace ends = %d, %v; want nothing deleted", n, err)
 	}

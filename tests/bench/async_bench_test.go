@@ -11,6 +11,7 @@ import (
 	"fngateway/adapters/httpapi"
 	"fngateway/adapters/local"
 	"fngateway/core"
+	"fngateway/core/async"
 	"fngateway/infra/azure"
 	"fngateway/infra/filestore"
 	"fngateway/internal/emulators"
@@ -18,7 +19,7 @@ import (
 
 // asyncGateway serves the gateway handler with async on, over the given
 // store, in front of target; every request of profile "b" may go async.
-func asyncGateway(tb testing.TB, target string, store core.Store, queue core.Queue, trigger time.Duration) *httptest.Server {
+func asyncGateway(tb testing.TB, target string, store async.Store, queue async.Queue, trigger time.Duration) *httptest.Server {
 	tb.Helper()
 	s := benchSettings(tb, target)
 	s.AsyncModeEnabled = true
@@ -31,9 +32,9 @@ func asyncGateway(tb testing.TB, target string, store core.Store, queue core.Que
 	fwd := &core.Forwarder{Transport: transport(), Stats: stats}
 	h := &httpapi.Handler{Settings: s, Forwarder: fwd, Stats: stats, Logger: slog.New(slog.DiscardHandler)}
 	h.Host = local.Caps()
-	h.Async = &core.Async{Store: store, Queue: queue, Forwarder: fwd, Router: core.NewRouter(s),
+	h.Async = &async.Async{Store: store, Queue: queue, Forwarder: fwd, Router: core.NewRouter(s),
 		TTL: s.AsyncTTLSecs.D(), Timeout: s.AsyncTimeout.D(), Margin: time.Second, Stats: stats,
-		TriggerTimeout: trigger, Host: h.Host, Continuations: core.NewContinuations(core.DefaultMaxContinuations)}
+		TriggerTimeout: trigger, Host: h.Host, Continuations: async.NewContinuations(core.DefaultMaxContinuations)}
 	h.Init()
 	srv := httptest.NewServer(h)
 	tb.Cleanup(srv.Close)
@@ -42,7 +43,7 @@ func asyncGateway(tb testing.TB, target string, store core.Store, queue core.Que
 
 // benchHandoff measures the time from the trigger to the 202: making the
 // continuation durable (request body, record, queue message) and answering.
-func benchHandoff(b *testing.B, store core.Store, queue core.Queue) {
+func benchHandoff(b *testing.B, store async.Store, queue async.Queue) {
 	release := make(chan struct{})
 	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {

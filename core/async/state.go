@@ -1,14 +1,19 @@
-package core
+package async
 
-import "time"
+import (
+	"net/http"
+	"time"
+
+	"fngateway/core"
+)
 
 // The life of an async request's record, as plain transitions on the
 // record: each takes the record as read and the moment or owner it needs,
 // changes it or says why not (errNoop: nothing to write; errLeased: another
 // worker's claim is live; ErrLeaseLost: the caller's claim is gone;
 // errMovedOn: the record went on without the caller), and does no I/O.
-// The engine runs each inside updateRecord, which owns the conditional
-// read-modify-write; async_state_test.go tests them as a table.
+// The engine runs each inside records.update, which owns the conditional
+// read-modify-write; state_test.go tests them as a table.
 //
 //	submit          → queued, or running under an inflight claim
 //	claim           queued/running/cancelling → running (or as it was, once
@@ -20,7 +25,7 @@ import "time"
 //	commit          any state not done → succeeded/failed/expired/canceled
 //	abandon         queued (or the caller's inflight claim) → abandoned
 //
-// The commit protocol around them is described in async_protocol.go.
+// The commit protocol around them is described in protocol.go.
 
 // claimInflight puts a record being submitted under the submitting
 // process's own claim (Submit with inflight set): running, owned by owner
@@ -73,7 +78,7 @@ func (r *asyncRecord) renew(owner string, until time.Time) error {
 // release drops owner's claim, keeping the attempts so far (all); a
 // checkpoint (the execution limit cut the work) counts itself. ErrLeaseLost
 // when owner no longer holds the claim.
-func (r *asyncRecord) release(owner string, all []Attempt, checkpoint bool) error {
+func (r *asyncRecord) release(owner string, all []core.Attempt, checkpoint bool) error {
 	if !r.held(owner) {
 		return ErrLeaseLost
 	}
@@ -109,7 +114,7 @@ func (r *asyncRecord) cancelUnheld(now time.Time) bool {
 // commit marks r done with its committed result, whoever holds the claim
 // (the header blob decides): state (resultState of the result), the
 // attempts when all is not nil, and res. errNoop when r is done already.
-func (r *asyncRecord) commit(state State, res recordResult, all []Attempt) error {
+func (r *asyncRecord) commit(state State, res recordResult, all []core.Attempt) error {
 	if r.State.Done() {
 		return errNoop
 	}
@@ -138,4 +143,29 @@ func (r *asyncRecord) abandon(owner string) error {
 		return nil
 	}
 	return errMovedOn
+}
+
+// resultState is the final state of a result: expired or failed when the
+// gateway ended the request with that error code, failed when the
+// backend's last answer was a server failure (5xx or 429), else succeeded.
+func resultState(status int, gatewayCode string) State {
+	switch {
+	case gatewayCode == core.ReasonTTLExpired.Code():
+		return StateExpired
+	case gatewayCode == core.ReasonCanceled.Code():
+		return StateCanceled
+	case gatewayCode != "", status >= 500, status == http.StatusTooManyRequests:
+		return StateFailed
+	}
+	return StateSucceeded
+}
+
+func (s State) notification() string {
+	switch s {
+	case StateSucceeded:
+		return notifyProcessed
+	case StateExpired:
+		return notifyExpired
+	}
+	return notifyFailed
 }

@@ -1,7 +1,9 @@
-package core
+package async
 
 import (
 	"context"
+
+	"fngateway/core"
 )
 
 // Fairness between profiles (CONTRACT §6): one profile holds at most
@@ -22,7 +24,7 @@ func (a *Async) MessageProfile(ctx context.Context, msg []byte) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	rec, err := a.loadRecord(ctx, c.ID)
+	rec, err := a.records().load(ctx, c.ID)
 	if err != nil || rec.State.Done() {
 		return "", false
 	}
@@ -30,7 +32,7 @@ func (a *Async) MessageProfile(ctx context.Context, msg []byte) (string, bool) {
 }
 
 // profileID is the id of profile, "" for none.
-func profileID(p *Profile) string {
+func profileID(p *core.Profile) string {
 	if p == nil {
 		return ""
 	}

@@ -1,20 +1,22 @@
-package core
+package async
 
 import (
 	"errors"
 	"reflect"
 	"testing"
 	"time"
+
+	"fngateway/core"
 )
 
 // TestRecordTransitions runs every transition of the record's life
-// (async_state.go) on records in each state it may meet, without a store:
+// (state.go) on records in each state it may meet, without a store:
 // the record after it, and the error that tells the engine not to write.
 func TestRecordTransitions(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	later := now.Add(15 * time.Second)
 	arrival, expiry := now.Add(-time.Minute), now.Add(time.Hour)
-	attempts := []Attempt{{Host: "a", Outcome: OutcomeStatus, Status: 502}}
+	attempts := []core.Attempt{{Host: "a", Outcome: core.OutcomeStatus, Status: 502}}
 	rec := func(state State, claim *claimLease) *asyncRecord {
 		return &asyncRecord{V: recordVersion, ID: "id", State: state, Arrival: arrival, Expiry: expiry, Claim: claim}
 	}
@@ -115,7 +117,7 @@ func renewTo(until time.Time) func(*asyncRecord) (stepResult, error) {
 	}
 }
 
-func releaseWith(all []Attempt, checkpoint bool) func(*asyncRecord) (stepResult, error) {
+func releaseWith(all []core.Attempt, checkpoint bool) func(*asyncRecord) (stepResult, error) {
 	return func(r *asyncRecord) (stepResult, error) {
 		return stepResult{}, r.release("me", all, checkpoint)
 	}
@@ -130,7 +132,7 @@ func cancelAt(now time.Time, want cancelOutcome) func(*asyncRecord) (stepResult,
 	}
 }
 
-func commitAs(state State, res recordResult, all []Attempt) func(*asyncRecord) (stepResult, error) {
+func commitAs(state State, res recordResult, all []core.Attempt) func(*asyncRecord) (stepResult, error) {
 	return func(r *asyncRecord) (stepResult, error) {
 		return stepResult{}, r.commit(state, res, all)
 	}

@@ -1,10 +1,12 @@
-package core
+package async
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"time"
+
+	"fngateway/core"
 )
 
 // handoffTimeout bounds the durable writes of a hand-off, which go on even
@@ -16,7 +18,7 @@ const handoffTimeout = 10 * time.Second
 var errHandedOff = errors.New("handed off to the queue")
 
 type forwarded struct {
-	res *Result
+	res *core.Result
 	err error
 }
 
@@ -44,7 +46,7 @@ func (f forwarded) close() {
 //     *Error when the hand-off could not be made durable.
 //
 // Before anything is forwarded, a client's Idempotency-Key seen before is
-// answered from the idempotency index (Replay): the first submission's
+// answered from the idempotency index (idempotency.replay): the first submission's
 // Accepted, or a ReasonIdempotencyKeyReused *Error; the backend is not
 // called.
 //
@@ -64,8 +66,8 @@ func (f forwarded) close() {
 // and the continuation runs from the queue, sent again with the same
 // Idempotency-Key. The in-process finish stops at Continuations' shutdown:
 // its claim is released and a message left for another instance.
-func (a *Async) Run(ctx context.Context, req *Request, profile *Profile) (*Result, *Accepted, error) {
-	if acc, err := a.Replay(ctx, req, profile); err != nil || acc != nil {
+func (a *Async) Run(ctx context.Context, req *core.Request, profile *core.Profile) (*core.Result, *Accepted, error) {
+	if acc, err := a.idempotency().replay(ctx, req, profile); err != nil || acc != nil {
 		return nil, acc, err
 	}
 	if req.Budget.Arrival.IsZero() {
@@ -90,10 +92,10 @@ func (a *Async) Run(ctx context.Context, req *Request, profile *Profile) (*Resul
 	}()
 	timer := time.NewTimer(time.Until(trigger))
 	defer timer.Stop()
-	var cut *Error // attempts cut by the execution limit: hand off
+	var cut *core.Error // attempts cut by the execution limit: hand off
 	select {
 	case f := <-done:
-		if errors.As(f.err, &cut) && cut.Reason == ReasonFunctionLimit {
+		if errors.As(f.err, &cut) && cut.Reason == core.ReasonFunctionLimit {
 			break
 		}
 		if f.err != nil {
@@ -105,7 +107,7 @@ func (a *Async) Run(ctx context.Context, req *Request, profile *Profile) (*Resul
 	case <-ctx.Done():
 		f := <-done // the hook cancelled the attempt
 		f.close()
-		return nil, nil, &Error{Reason: ReasonClientGone, Attempts: attemptsOf(f.err), Err: context.Cause(ctx)}
+		return nil, nil, &core.Error{Reason: core.ReasonClientGone, Attempts: attemptsOf(f.err), Err: context.Cause(ctx)}
 	case <-timer.C:
 	}
 
@@ -137,7 +139,7 @@ func (a *Async) Run(ctx context.Context, req *Request, profile *Profile) (*Resul
 	// than an invocation the platform kills.
 	handoff := time.Now().Add(handoffTimeout)
 	if dl, ok := ctx.Deadline(); ok {
-		if d := (Budget{}).WithLimit(dl, a.Margin/2).Limit; d.Before(handoff) {
+		if d := (core.Budget{}).WithLimit(dl, a.Margin/2).Limit; d.Before(handoff) {
 			handoff = d
 		}
 	}
@@ -156,7 +158,7 @@ func (a *Async) Run(ctx context.Context, req *Request, profile *Profile) (*Resul
 	}
 	// Listen for a cancel before the 202 leaves: a client may DELETE the
 	// moment it has the status URI, before finishInProcess runs.
-	unlisten := a.listenCancel(claim.ID(), cancel)
+	unlisten := a.cancels.listen(claim.ID(), cancel)
 	go a.finishInProcess(ctx, claim, work, done, cancel, func() { unlisten(); release() })
 	return nil, acc, nil
 }
@@ -192,8 +194,8 @@ func (a *Async) triggerTimeout() time.Duration {
 }
 
 // attemptsOf returns the attempts of an *Error, if err is one.
-func attemptsOf(err error) []Attempt {
-	var e *Error
+func attemptsOf(err error) []core.Attempt {
+	var e *core.Error
 	if errors.As(err, &e) {
 		return e.Attempts
 	}

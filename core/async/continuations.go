@@ -1,4 +1,4 @@
-package core
+package async
 
 import (
 	"context"
@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"fngateway/core"
 )
 
 const (
-	// DefaultMaxContinuations is MaxContinuations' default: the
-	// continuations one instance works on at once.
-	DefaultMaxContinuations = 16
 	// DrainGrace is how long an instance that is told to stop (SIGTERM)
 	// lets its continuations in progress run on before it stops them and
 	// releases their claims.
@@ -61,10 +60,10 @@ type Continuations struct {
 }
 
 // NewContinuations returns a Continuations with max slots (zero or less
-// means DefaultMaxContinuations).
+// means core.DefaultMaxContinuations).
 func NewContinuations(max int) *Continuations {
 	if max <= 0 {
-		max = DefaultMaxContinuations
+		max = core.DefaultMaxContinuations
 	}
 	return &Continuations{slots: make(chan struct{}, max), closing: make(chan struct{}),
 		stops: map[uint64]context.CancelCauseFunc{}}
@@ -73,7 +72,7 @@ func NewContinuations(max int) *Continuations {
 // NewProfileContinuations returns a Continuations with max slots of which
 // one profile may hold at most perProfile (MaxContinuationsPerProfile):
 // the rest of its work waits on the queue while other profiles' runs. Zero
-// or less for max means DefaultMaxContinuations; for perProfile, half of
+// or less for max means core.DefaultMaxContinuations; for perProfile, half of
 // max rounded up. A perProfile above max is max.
 func NewProfileContinuations(max, perProfile int) *Continuations {
 	c := NewContinuations(max)

@@ -1,4 +1,4 @@
-package core
+package async
 
 import (
 	"bytes"
@@ -89,64 +89,19 @@ func TestCallerScopeUnambiguous(t *testing.T) {
 	bg := context.Background()
 	scopes := map[string]string{}
 	for name, s := range map[string]string{
-		"A=x,B=y":      a.callerScope(bg, http.Header{"A": {"x"}, "B": {"y"}}),
-		"A=xB=y":       a.callerScope(bg, http.Header{"A": {"xB=y"}}),
-		"A=x,y":        a.callerScope(bg, http.Header{"A": {"x", "y"}}),
-		"A=x y":        a.callerScope(bg, http.Header{"A": {"x y"}}),
-		"B=x":          a.callerScope(bg, http.Header{"B": {"x"}}),
-		"none":         a.callerScope(bg, http.Header{}),
-		"empty A":      a.callerScope(bg, http.Header{"A": {""}}),
-		"caller x":     a.callerScope(WithCaller(bg, "x"), http.Header{}),
-		"A=x caller x": a.callerScope(WithCaller(bg, "x"), http.Header{"A": {"x"}}),
+		"A=x,B=y":      a.idempotency().callerScope(bg, http.Header{"A": {"x"}, "B": {"y"}}),
+		"A=xB=y":       a.idempotency().callerScope(bg, http.Header{"A": {"xB=y"}}),
+		"A=x,y":        a.idempotency().callerScope(bg, http.Header{"A": {"x", "y"}}),
+		"A=x y":        a.idempotency().callerScope(bg, http.Header{"A": {"x y"}}),
+		"B=x":          a.idempotency().callerScope(bg, http.Header{"B": {"x"}}),
+		"none":         a.idempotency().callerScope(bg, http.Header{}),
+		"empty A":      a.idempotency().callerScope(bg, http.Header{"A": {""}}),
+		"caller x":     a.idempotency().callerScope(WithCaller(bg, "x"), http.Header{}),
+		"A=x caller x": a.idempotency().callerScope(WithCaller(bg, "x"), http.Header{"A": {"x"}}),
 	} {
 		if other, dup := scopes[s]; dup {
 			t.Errorf("%s and %s share a scope", name, other)
 		}
 		scopes[s] = name
 	}
-}
-
-func TestParseHeaderNames(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    string
-		wantErr bool
-	}{
-		{"Authorization", "Authorization", false},
-		{" authorization , x-api-key", "Authorization,X-Api-Key", false},
-		{"", "", true},
-		{"Authorization,", "", true},
-		{"Bad Name", "", true},
-		{"a:b", "", true},
-		{strings.Repeat("a", 257), "", true},
-	}
-	for _, tt := range tests {
-		got, err := ParseHeaderNames(tt.in)
-		if (err != nil) != tt.wantErr || strings.Join(got, ",") != tt.want {
-			t.Errorf("ParseHeaderNames(%.20q) = %v, %v; want %q, error %v", tt.in, got, err, tt.want, tt.wantErr)
-		}
-	}
-}
-
-// FuzzParseHeaderNames: whatever is accepted round-trips: joined with
-// commas it parses to the same names, each a token.
-func FuzzParseHeaderNames(f *testing.F) {
-	f.Add("Authorization")
-	f.Add(" a , b-c,X_Y ")
-	f.Add(",")
-	f.Fuzz(func(t *testing.T, s string) {
-		names, err := ParseHeaderNames(s)
-		if err != nil {
-			return
-		}
-		again, err := ParseHeaderNames(strings.Join(names, ","))
-		if err != nil || strings.Join(again, ",") != strings.Join(names, ",") {
-			t.Fatalf("%q parsed to %q, which parses to %q, %v", s, names, again, err)
-		}
-		for _, n := range names {
-			if !IsToken(n) || http.CanonicalHeaderKey(n) != n {
-				t.Fatalf("%q gave name %q", s, n)
-			}
-		}
-	})
 }

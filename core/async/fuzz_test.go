@@ -1,4 +1,4 @@
-package core
+package async
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"fngateway/core"
 )
 
 // FuzzDecodeContinuation: the decoder never panics, refuses with
@@ -57,7 +59,7 @@ func FuzzDecodeRecord(f *testing.F) {
 		Container: "gateway-results", Arrival: arrival, Expiry: arrival.Add(time.Hour),
 		Request: requestSnapshot{Method: "POST", Path: "/a/b", RawQuery: "x=1", Header: http.Header{"A": {"1", "2"}},
 			Host: "h", RemoteAddr: "1.2.3.4:5", Proto: "https", IdempotencyKey: "k", ClientKey: true, BodySize: 3},
-		Attempts:    []Attempt{{Host: "b", Status: 503, Outcome: OutcomeStatus, DurationMs: 12}, {Host: "b", Outcome: OutcomeFunctionLimit}},
+		Attempts:    []core.Attempt{{Host: "b", Status: 503, Outcome: core.OutcomeStatus, DurationMs: 12}, {Host: "b", Outcome: core.OutcomeFunctionLimit}},
 		Checkpoints: 1,
 		Claim:       &claimLease{Owner: "fedcba9876543210fedcba9876543210", Until: arrival.Add(time.Minute), Inflight: true},
 	}
@@ -85,7 +87,7 @@ func FuzzDecodeRecord(f *testing.F) {
 			}
 			return
 		}
-		if !validAsyncID(r.ID) || !validContainer(r.Container) {
+		if !validAsyncID(r.ID) || !core.ValidContainer(r.Container) {
 			t.Fatalf("accepted id %q container %q", r.ID, r.Container)
 		}
 		enc, err := r.Encode()
@@ -108,7 +110,7 @@ func BenchmarkRecordRoundTrip(b *testing.B) {
 	r := &asyncRecord{V: 1, ID: "0123456789abcdef0123456789abcdef", State: StateRunning, Container: "gateway-results",
 		Arrival: arrival, Expiry: arrival.Add(time.Hour),
 		Request:  requestSnapshot{Method: "POST", Path: "/jobs", Header: http.Header{"Content-Type": {"application/json"}}, IdempotencyKey: "k"},
-		Attempts: []Attempt{{Host: "b", Status: 503, Outcome: OutcomeStatus, DurationMs: 12}},
+		Attempts: []core.Attempt{{Host: "b", Status: 503, Outcome: core.OutcomeStatus, DurationMs: 12}},
 		Claim:    &claimLease{Owner: "fedcba9876543210fedcba9876543210", Until: arrival.Add(time.Minute)},
 	}
 	b.ReportAllocs()
@@ -132,19 +134,19 @@ func FuzzAsyncGarbage(f *testing.F) {
 	rec := &asyncRecord{V: 1, ID: strings.Repeat("ab", 16), State: StateSucceeded, Container: "u1-results",
 		Arrival: arrival, Expiry: arrival.Add(time.Hour), Request: requestSnapshot{Method: "POST", Path: "/x"}}
 	enc, _ := rec.Encode()
-	entry, _ := json.Marshal(idempotencyEntry{V: 1, ID: rec.ID, ReadableUntil: arrival.Add(time.Hour + AsyncReadGrace)})
+	entry, _ := json.Marshal(idempotencyEntry{V: 1, ID: rec.ID, ReadableUntil: arrival.Add(time.Hour + ReadGrace)})
 	f.Add(asyncRecordKey(rec.ID), enc, int64(2*time.Hour))
 	f.Add(asyncIdempotencyPrefix+"00ff", entry, int64(2*time.Hour))
 	f.Add(asyncRecordKey(rec.ID), []byte(`{"v":1}`), int64(0))
 	f.Add("u1-results/"+rec.ID+"/data", enc, int64(2*time.Hour))
 	f.Fuzz(func(t *testing.T, key string, data []byte, after int64) {
 		now := arrival.Add(time.Duration(after))
-		keys := AsyncGarbage(key, data, now)
+		keys := Garbage(key, data, now)
 		if len(keys) == 0 {
 			return
 		}
 		if keys[len(keys)-1] != key {
-			t.Fatalf("AsyncGarbage(%q) = %q; want the object's own key last", key, keys)
+			t.Fatalf("Garbage(%q) = %q; want the object's own key last", key, keys)
 		}
 		switch {
 		case strings.HasPrefix(key, asyncRecordsPrefix):
@@ -157,14 +159,14 @@ func FuzzAsyncGarbage(f *testing.F) {
 			}
 			want := []string{asyncBodyKey(r.ID), asyncDataKey(r.Container, r.ID), asyncHeaderKey(r.Container, r.ID), asyncRecordKey(r.ID)}
 			if !slices.Equal(keys, want) {
-				t.Fatalf("AsyncGarbage = %q; want only the request's own %q", keys, want)
+				t.Fatalf("Garbage = %q; want only the request's own %q", keys, want)
 			}
 		case strings.HasPrefix(key, asyncIdempotencyPrefix):
 			if len(keys) != 1 {
 				t.Fatalf("an index entry deletes %q; want only itself", keys)
 			}
 		default:
-			t.Fatalf("AsyncGarbage(%q) = %q for a key outside the swept prefixes", key, keys)
+			t.Fatalf("Garbage(%q) = %q for a key outside the swept prefixes", key, keys)
 		}
 	})
 }

@@ -1,4 +1,4 @@
-package core
+package async
 
 import (
 	"context"
@@ -16,6 +16,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"fngateway/core"
 )
 
 const (
@@ -34,7 +36,7 @@ type asyncEnv struct {
 	queue   *fakeQueue
 	notes   *fakeNotifier
 	backend *asyncBackend
-	profile *Profile
+	profile *core.Profile
 }
 
 type backendFunc = func(r *http.Request) (*http.Response, error)
@@ -50,26 +52,26 @@ func newAsyncEnv(tb testing.TB, fn backendFunc, hosts ...string) *asyncEnv {
 		queue:   &fakeQueue{},
 		notes:   &fakeNotifier{},
 		backend: &asyncBackend{fn: fn},
-		profile: &Profile{UserID: "alice", Async: AsyncConfig{Enabled: true, ContainerName: asyncContainer, Topic: "alice-events"}},
+		profile: &core.Profile{UserID: "alice", Async: core.AsyncConfig{Enabled: true, ContainerName: asyncContainer, Topic: "alice-events"}},
 	}
 	e.a = &Async{
 		Store: e.store, Queue: e.queue, Notifier: e.notes,
-		Forwarder: &Forwarder{Transport: e.backend},
-		Router:    NewRouter(&Settings{Hosts: hl}),
+		Forwarder: &core.Forwarder{Transport: e.backend},
+		Router:    core.NewRouter(&core.Settings{Hosts: hl}),
 		TTL:       asyncTestTTL, Timeout: asyncTestTimeout, Margin: asyncTestMargin, Lease: asyncTestLease,
-		Stats: &Stats{},
+		Stats: &core.Stats{},
 	}
 	return e
 }
 
-func asyncRequest() *Request {
-	return &Request{
+func asyncRequest() *core.Request {
+	return &core.Request{
 		Method: "POST", Path: "/jobs", RawQuery: "n=1",
 		Header: http.Header{"Content-Type": {"text/plain"}, "Idempotency-Key": {asyncTestKey}},
 		Host:   "gw.example", RemoteAddr: "192.0.2.7:5555", Proto: "https",
 		Body:           []byte("hello"),
 		IdempotencyKey: asyncTestKey, ClientKey: true,
-		Budget: Budget{Arrival: time.Now()},
+		Budget: core.Budget{Arrival: time.Now()},
 	}
 }
 
@@ -108,7 +110,7 @@ func asyncRefused(*http.Request) (*http.Response, error) {
 	return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
 }
 
-func (e *asyncEnv) submit(tb testing.TB, req *Request) *Accepted {
+func (e *asyncEnv) submit(tb testing.TB, req *core.Request) *Accepted {
 	tb.Helper()
 	acc, c, err := e.a.Submit(context.Background(), req, e.profile, false)
 	if err != nil {
@@ -201,14 +203,19 @@ func (e *asyncEnv) noResults(tb testing.TB) {
 
 func errorCode(tb testing.TB, data string) (string, int) {
 	tb.Helper()
-	var b errorBody
+	var b struct {
+		Error struct {
+			Code     string         `json:"code"`
+			Attempts []core.Attempt `json:"attempts"`
+		} `json:"error"`
+	}
 	if err := json.Unmarshal([]byte(data), &b); err != nil {
 		tb.Fatalf("error document %q: %v", data, err)
 	}
 	return b.Error.Code, len(b.Error.Attempts)
 }
 
-func outcomes(as []Attempt) []string {
+func outcomes(as []core.Attempt) []string {
 	var out []string
 	for _, a := range as {
 		s := string(a.Outcome)
@@ -608,8 +615,8 @@ func TestAsyncSubmitFailures(t *testing.T) {
 					e.queue.fail, e.queue.deliver = func() error { return boom }, tt.delivered
 				}
 				acc, c, err := e.a.Submit(context.Background(), asyncRequest(), e.profile, false)
-				var ge *Error
-				if !errors.As(err, &ge) || ge.Reason != ReasonAsyncUnavailable || ge.HTTPStatus() != 503 || !errors.Is(err, boom) {
+				var ge *core.Error
+				if !errors.As(err, &ge) || ge.Reason != core.ReasonAsyncUnavailable || ge.HTTPStatus() != 503 || !errors.Is(err, boom) {
 					t.Fatalf("Submit = %v, %v; want a 503 AsyncUnavailable wrapping the cause", acc, err)
 				}
 				if acc != nil || c != nil {
@@ -679,23 +686,23 @@ func firstOr(ids []string) string {
 // TestAsyncIdempotency: a client's key seen before, within a profile,
 // returns the same Accepted and enqueues nothing.
 func TestAsyncIdempotency(t *testing.T) {
-	bob := &Profile{UserID: "bob", Async: AsyncConfig{Enabled: true, ContainerName: asyncContainer}}
+	bob := &core.Profile{UserID: "bob", Async: core.AsyncConfig{Enabled: true, ContainerName: asyncContainer}}
 	tests := []struct {
 		name     string
-		second   func(*Request) // changes the second request
-		profile2 *Profile       // nil: the first's
-		want     string         // "same", "new" or "reused"
+		second   func(*core.Request) // changes the second request
+		profile2 *core.Profile       // nil: the first's
+		want     string              // "same", "new" or "reused"
 	}{
 		{"same key, same request", nil, nil, "same"},
-		{"same key, same request, other headers", func(r *Request) { r.Header.Set("X-Other", "1") }, nil, "same"},
-		{"same key, another body", func(r *Request) { r.Body = []byte("other") }, nil, "reused"},
-		{"same key, no body", func(r *Request) { r.Body = nil }, nil, "reused"},
-		{"same key, another path", func(r *Request) { r.Path = "/jobs/2" }, nil, "reused"},
-		{"same key, another query", func(r *Request) { r.RawQuery = "n=2" }, nil, "reused"},
-		{"same key, another method", func(r *Request) { r.Method = "PUT" }, nil, "reused"},
-		{"same key, streamed body", func(r *Request) { r.BodyStream = io.NopCloser(strings.NewReader("hello")) }, nil, "reused"},
+		{"same key, same request, other headers", func(r *core.Request) { r.Header.Set("X-Other", "1") }, nil, "same"},
+		{"same key, another body", func(r *core.Request) { r.Body = []byte("other") }, nil, "reused"},
+		{"same key, no body", func(r *core.Request) { r.Body = nil }, nil, "reused"},
+		{"same key, another path", func(r *core.Request) { r.Path = "/jobs/2" }, nil, "reused"},
+		{"same key, another query", func(r *core.Request) { r.RawQuery = "n=2" }, nil, "reused"},
+		{"same key, another method", func(r *core.Request) { r.Method = "PUT" }, nil, "reused"},
+		{"same key, streamed body", func(r *core.Request) { r.BodyStream = io.NopCloser(strings.NewReader("hello")) }, nil, "reused"},
 		{"same key, another profile", nil, bob, "new"},
-		{"gateway-generated key", func(r *Request) { r.ClientKey = false }, nil, "new"},
+		{"gateway-generated key", func(r *core.Request) { r.ClientKey = false }, nil, "new"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -716,13 +723,13 @@ func TestAsyncIdempotency(t *testing.T) {
 					p = tt.profile2
 				}
 				// Replay, as the HTTP face calls it before forwarding.
-				rep, rerr := e.a.Replay(context.Background(), second, p)
+				rep, rerr := e.a.idempotency().replay(context.Background(), second, p)
 				acc2, _, err := e.a.Submit(context.Background(), second, p, false)
 				switch tt.want {
 				case "reused":
 					for name, err := range map[string]error{"Replay": rerr, "Submit": err} {
-						var ge *Error
-						if !errors.As(err, &ge) || ge.Reason != ReasonIdempotencyKeyReused || ge.HTTPStatus() != 422 || ge.Reason.Code() != "IdempotencyKeyReused" {
+						var ge *core.Error
+						if !errors.As(err, &ge) || ge.Reason != core.ReasonIdempotencyKeyReused || ge.HTTPStatus() != 422 || ge.Reason.Code() != "IdempotencyKeyReused" {
 							t.Errorf("%s = %v; want a 422 IdempotencyKeyReused", name, err)
 						}
 						if ge != nil && strings.Contains(ge.Error(), acc1.ID) {
@@ -758,7 +765,7 @@ func TestAsyncIdempotency(t *testing.T) {
 				}
 				// Once done, the same request still gets the same Accepted.
 				if tt.want == "same" {
-					if rep, err := e.a.Replay(context.Background(), second, p); err != nil || rep == nil || *rep != *acc1 {
+					if rep, err := e.a.idempotency().replay(context.Background(), second, p); err != nil || rep == nil || *rep != *acc1 {
 						t.Errorf("Replay when done = %+v, %v; want %+v", rep, err, acc1)
 					}
 				}
@@ -775,8 +782,8 @@ func TestAsyncReplayStoreDown(t *testing.T) {
 		e.submit(t, asyncRequest())
 		boom := errors.New("store down")
 		e.store.setFail(func(op, key string) error { return boom })
-		acc, err := e.a.Replay(context.Background(), asyncRequest(), e.profile)
-		if acc != nil || ReasonOf(err) != ReasonAsyncUnavailable || !errors.Is(err, boom) {
+		acc, err := e.a.idempotency().replay(context.Background(), asyncRequest(), e.profile)
+		if acc != nil || core.ReasonOf(err) != core.ReasonAsyncUnavailable || !errors.Is(err, boom) {
 			t.Errorf("Replay = %+v, %v; want a 503 AsyncUnavailable wrapping the cause", acc, err)
 		}
 	})
@@ -803,7 +810,7 @@ func TestAsyncIdempotencyRaceDifferent(t *testing.T) {
 			switch {
 			case errs[i] == nil && accs[i] != nil:
 				won++
-			case ReasonOf(errs[i]) != ReasonIdempotencyKeyReused:
+			case core.ReasonOf(errs[i]) != core.ReasonIdempotencyKeyReused:
 				t.Errorf("submission %d: %v; want success or IdempotencyKeyReused", i, errs[i])
 			}
 		}
@@ -887,11 +894,11 @@ func TestAsyncStatus(t *testing.T) {
 			t.Errorf("data URL a minute before expiry %q; want %s", state().DataURI, want)
 		}
 		time.Sleep(3 * time.Minute)
-		if want := "exp=" + strconv.FormatInt(expiry.Add(AsyncReadGrace).Unix(), 10); !strings.Contains(state().DataURI, want) {
+		if want := "exp=" + strconv.FormatInt(expiry.Add(ReadGrace).Unix(), 10); !strings.Contains(state().DataURI, want) {
 			t.Errorf("data URL within the grace %q; want %s", state().DataURI, want)
 		}
 		// At expiry plus the read grace: 410 Expired, nothing signed.
-		time.Sleep(time.Until(expiry.Add(AsyncReadGrace)))
+		time.Sleep(time.Until(expiry.Add(ReadGrace)))
 		signs := 0
 		e.store.setFail(func(op, key string) error {
 			if op == "sign" {
@@ -900,8 +907,8 @@ func TestAsyncStatus(t *testing.T) {
 			return nil
 		})
 		v, err := e.a.Status(context.Background(), acc.ID)
-		var ge *Error
-		if v != nil || !errors.As(err, &ge) || ge.Reason != ReasonExpired || ge.HTTPStatus() != 410 || ge.Reason.Code() != "Expired" {
+		var ge *core.Error
+		if v != nil || !errors.As(err, &ge) || ge.Reason != core.ReasonExpired || ge.HTTPStatus() != 410 || ge.Reason.Code() != "Expired" {
 			t.Errorf("Status at expiry+grace = %+v, %v; want a 410 Expired", v, err)
 		}
 		if signs != 0 {
@@ -1008,28 +1015,28 @@ func TestAsyncTransientStoreError(t *testing.T) {
 // TestAsyncInflight: the submitting process keeps its attempt and its
 // claim; queue workers leave it alone while its lease lives.
 func TestAsyncInflight(t *testing.T) {
-	answer := func() *Result {
-		return &Result{
+	answer := func() *core.Result {
+		return &core.Result{
 			Response: &http.Response{StatusCode: 201, Header: http.Header{"Content-Type": {"text/plain"}, "Connection": {"close"}},
 				Body: io.NopCloser(strings.NewReader("made by the caller"))},
-			Attempts: []Attempt{{Host: "backend.test", Status: 201, Outcome: OutcomeStatus, DurationMs: 40000}},
+			Attempts: []core.Attempt{{Host: "backend.test", Status: 201, Outcome: core.OutcomeStatus, DurationMs: 40000}},
 		}
 	}
 	tests := []struct {
 		name     string
-		finish   func(*Claim) (*Result, error) // nil: the caller dies
+		finish   func(*Claim) (*core.Result, error) // nil: the caller dies
 		wantErr  error
 		wantData string
 		wantTL   []string
 		wantCall int
 	}{
-		{"finish with a response", func(*Claim) (*Result, error) { return answer(), nil },
+		{"finish with a response", func(*Claim) (*core.Result, error) { return answer(), nil },
 			nil, "made by the caller", []string{"status:201@40000"}, 0},
-		{"finish with a final error", func(*Claim) (*Result, error) {
-			return nil, &Error{Reason: ReasonBackendUnavailable, Message: "no backend", Attempts: []Attempt{{Host: "backend.test", Outcome: OutcomeConnectError}}}
+		{"finish with a final error", func(*Claim) (*core.Result, error) {
+			return nil, &core.Error{Reason: core.ReasonBackendUnavailable, Message: "no backend", Attempts: []core.Attempt{{Host: "backend.test", Outcome: core.OutcomeConnectError}}}
 		}, nil, "", []string{"connect-error@0"}, 0},
-		{"finish cut by the execution limit", func(*Claim) (*Result, error) {
-			return nil, &Error{Reason: ReasonFunctionLimit, Attempts: []Attempt{{Host: "backend.test", Outcome: OutcomeFunctionLimit, DurationMs: 40000}}}
+		{"finish cut by the execution limit", func(*Claim) (*core.Result, error) {
+			return nil, &core.Error{Reason: core.ReasonFunctionLimit, Attempts: []core.Attempt{{Host: "backend.test", Outcome: core.OutcomeFunctionLimit, DurationMs: 40000}}}
 		}, nil, "done:hello", []string{"function-limit@40000", "status:200@0"}, 1},
 		{"the caller dies", nil, ErrLeaseLost, "done:hello", []string{"status:200@0"}, 1},
 	}
@@ -1209,7 +1216,7 @@ func TestAsyncInflightLost(t *testing.T) {
 		if got, want := time.Since(start), 4*(asyncTestLease/3); got != want {
 			t.Errorf("Lost after %v; want %v", got, want)
 		}
-		res := &Result{Response: &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("too late"))}}
+		res := &core.Result{Response: &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("too late"))}}
 		if err := e.a.Finish(context.Background(), c, res, nil); !errors.Is(err, ErrLeaseLost) {
 			t.Errorf("Finish = %v; want ErrLeaseLost", err)
 		}
@@ -1304,8 +1311,8 @@ func TestAsyncCorruptRecord(t *testing.T) {
 		}
 		for range 3 {
 			v, err := e.a.Status(context.Background(), acc.ID)
-			var ge *Error
-			if v != nil || !errors.As(err, &ge) || ge.Reason != ReasonCorruptRecord || ge.HTTPStatus() != 500 ||
+			var ge *core.Error
+			if v != nil || !errors.As(err, &ge) || ge.Reason != core.ReasonCorruptRecord || ge.HTTPStatus() != 500 ||
 				ge.Reason.Code() != "CorruptRecord" || !errors.Is(err, errBadRecord) {
 				t.Fatalf("Status = %+v, %v; want a 500 CorruptRecord", v, err)
 			}
@@ -1348,7 +1355,7 @@ func TestAsyncNotificationsOffPath(t *testing.T) {
 				boom := errors.New("topic refused")
 				n := &blockingNotifier{delay: 3 * time.Second, fail: boom}
 				e.a.Notifier = n
-				e.a.Host = HostCaps{WorkAfterAnswer: after}
+				e.a.Host = core.HostCaps{WorkAfterAnswer: after}
 				var mu sync.Mutex
 				var reported []error
 				e.a.OnError = func(_ context.Context, id string, err error) {
@@ -1370,7 +1377,7 @@ func TestAsyncNotificationsOffPath(t *testing.T) {
 					t.Errorf("Submit took %v; want %v", took, want)
 				}
 				resp, _ := asyncOK(&http.Request{})
-				if err := e.a.Finish(context.Background(), c, &Result{Response: resp}, nil); err != nil {
+				if err := e.a.Finish(context.Background(), c, &core.Result{Response: resp}, nil); err != nil {
 					t.Fatal(err)
 				}
 				// Three notifications of 3 s each, one after the other.
@@ -1411,7 +1418,7 @@ func TestAsyncNotificationsOffPath(t *testing.T) {
 }
 
 // TestAsyncReadGraceShortTTL: the read grace is the request's own TTL when
-// that is shorter than AsyncReadGrace.
+// that is shorter than ReadGrace.
 func TestAsyncReadGraceShortTTL(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newAsyncEnv(t, asyncOK)
@@ -1427,7 +1434,7 @@ func TestAsyncReadGraceShortTTL(t *testing.T) {
 			t.Errorf("data URL %q; want it to end with the grace (%s)", v.DataURI, want)
 		}
 		time.Sleep(time.Nanosecond)
-		if _, err := e.a.Status(context.Background(), acc.ID); ReasonOf(err) != ReasonExpired {
+		if _, err := e.a.Status(context.Background(), acc.ID); core.ReasonOf(err) != core.ReasonExpired {
 			t.Errorf("Status at TTL+grace = %v; want Expired", err)
 		}
 	})
@@ -1441,14 +1448,14 @@ func TestAsyncKeyFreeAfterGrace(t *testing.T) {
 		e := newAsyncEnv(t, asyncOK)
 		first := e.submit(t, asyncRequest())
 		e.drain(t)
-		time.Sleep(asyncTestTTL + AsyncReadGrace - time.Nanosecond)
-		if acc, err := e.a.Replay(context.Background(), asyncRequest(), e.profile); err != nil || acc == nil || *acc != *first {
+		time.Sleep(asyncTestTTL + ReadGrace - time.Nanosecond)
+		if acc, err := e.a.idempotency().replay(context.Background(), asyncRequest(), e.profile); err != nil || acc == nil || *acc != *first {
 			t.Fatalf("Replay within the grace = %+v, %v; want the first request", acc, err)
 		}
 		time.Sleep(time.Nanosecond)
 		req := asyncRequest()
 		req.Body = []byte("another body")
-		if acc, err := e.a.Replay(context.Background(), req, e.profile); err != nil || acc != nil {
+		if acc, err := e.a.idempotency().replay(context.Background(), req, e.profile); err != nil || acc != nil {
 			t.Fatalf("Replay after the grace = %+v, %v; want nil, nil (a new request)", acc, err)
 		}
 		req.Budget.Arrival = time.Now()
@@ -1456,7 +1463,7 @@ func TestAsyncKeyFreeAfterGrace(t *testing.T) {
 		if second.ID == first.ID {
 			t.Errorf("the key after the grace returned the expired request")
 		}
-		if acc, err := e.a.Replay(context.Background(), req, e.profile); err != nil || acc == nil || *acc != *second {
+		if acc, err := e.a.idempotency().replay(context.Background(), req, e.profile); err != nil || acc == nil || *acc != *second {
 			t.Errorf("Replay of the new request = %+v, %v; want %+v", acc, err, second)
 		}
 	})

@@ -1,4 +1,4 @@
-package core
+package async
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"fngateway/core"
 )
 
 // Cancellation (CONTRACT §6): DELETE on a status URI asks to cancel. The
@@ -20,7 +22,7 @@ import (
 //
 // How the holder learns of it: on the instance that took the DELETE, at
 // once (its in-process attempt or queue continuation listens for it, see
-// listenCancel); on any other, at its next lease renewal (every third of
+// cancelListeners); on any other, at its next lease renewal (every third of
 // a lease, 5 s by default), and at its checkpoint, which writes the
 // cancellation instead of handing on.
 
@@ -70,7 +72,7 @@ func (a *Async) Cancel(ctx context.Context, id string) (v *StatusView, finished 
 	}
 	now := time.Now()
 	var outcome cancelOutcome
-	rec, err := a.updateRecord(ctx, id, func(r *asyncRecord) error {
+	rec, err := a.records().update(ctx, id, func(r *asyncRecord) error {
 		if r.State == StateAbandoned {
 			return ErrNotFound
 		}
@@ -91,7 +93,7 @@ func (a *Async) Cancel(ctx context.Context, id string) (v *StatusView, finished 
 		v, err = a.Status(ctx, id)
 		return v, err == nil, err
 	}
-	a.tellCancel(id)
+	a.cancels.tell(id)
 	if rec.cancelUnheld(now) {
 		// Nobody will write the cancellation: write it here. Should this
 		// fail, the request's message (queued, or coming back) does.
@@ -106,7 +108,7 @@ func (a *Async) Cancel(ctx context.Context, id string) (v *StatusView, finished 
 // cancelling reports whether the record of id is cancelling. A record that
 // cannot be read is not.
 func (a *Async) cancelling(ctx context.Context, id string) bool {
-	rec, err := a.loadRecord(ctx, id)
+	rec, err := a.records().load(ctx, id)
 	return err == nil && rec.State == StateCancelling
 }
 
@@ -114,11 +116,11 @@ func (a *Async) cancelling(ctx context.Context, id string) bool {
 // holds: the error document as the data blob, 409 Canceled in the header
 // blob. It writes under its own context: the work context has ended with
 // the cancel.
-func (a *Async) commitCancel(ctx context.Context, s *session, all []Attempt) error {
+func (a *Async) commitCancel(ctx context.Context, s *session, all []core.Attempt) error {
 	s.cancelTried = true
 	ctx, cancel := cleanupContext(ctx)
 	defer cancel()
-	e := &Error{Reason: ReasonCanceled, Message: "the client cancelled the request (DELETE on its status URI)", Attempts: all}
+	e := &core.Error{Reason: core.ReasonCanceled, Message: "the client cancelled the request (DELETE on its status URI)", Attempts: all}
 	header := http.Header{
 		"Content-Type":    {"application/json"},
 		"X-Gateway-Error": {e.Reason.Code()},
@@ -134,18 +136,18 @@ func (a *Async) commitCancel(ctx context.Context, s *session, all []Attempt) err
 }
 
 // cancelListeners are the continuations this instance runs, by id: what
-// Cancel tells at once.
+// Cancel tells at once. The zero value is ready; its methods are safe for
+// concurrent use.
 type cancelListeners struct {
 	mu   sync.Mutex
 	next uint64
 	byID map[string]map[uint64]context.CancelCauseFunc
 }
 
-// listenCancel registers cancel to be called with ErrCancelRequested when
+// listen registers cancel to be called with ErrCancelRequested when
 // request id is cancelled on this instance, until the returned function
 // is called.
-func (a *Async) listenCancel(id string, cancel context.CancelCauseFunc) (unlisten func()) {
-	l := &a.cancels
+func (l *cancelListeners) listen(id string, cancel context.CancelCauseFunc) (unlisten func()) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.byID == nil {
@@ -167,9 +169,8 @@ func (a *Async) listenCancel(id string, cancel context.CancelCauseFunc) (unliste
 	}
 }
 
-// tellCancel cancels the work on request id that runs on this instance.
-func (a *Async) tellCancel(id string) {
-	l := &a.cancels
+// tell cancels the work on request id that runs on this instance.
+func (l *cancelListeners) tell(id string) {
 	l.mu.Lock()
 	fns := make([]context.CancelCauseFunc, 0, len(l.byID[id]))
 	for _, f := range l.byID[id] {

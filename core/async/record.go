@@ -1,13 +1,17 @@
-package core
+package async
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"time"
+
+	"fngateway/core"
 )
 
 // The wire formats of async continuations: the queue message, the
@@ -184,8 +188,8 @@ type asyncRecord struct {
 	// Attempts is the timeline of every attempt so far, across
 	// invocations; Checkpoints counts the invocations that ran out of time
 	// and handed the request on.
-	Attempts    []Attempt `json:"attempts,omitempty"`
-	Checkpoints int       `json:"checkpoints,omitempty"`
+	Attempts    []core.Attempt `json:"attempts,omitempty"`
+	Checkpoints int            `json:"checkpoints,omitempty"`
 	// Claim is the current lease, or nil.
 	Claim *claimLease `json:"claim,omitempty"`
 	// Result is set once the record is done with a result.
@@ -241,13 +245,13 @@ func (r *asyncRecord) validate() error {
 		return bad("malformed id")
 	case !r.State.valid():
 		return bad(fmt.Sprintf("unknown state %.20q", r.State))
-	case !validContainer(r.Container):
+	case !core.ValidContainer(r.Container):
 		return bad("malformed container")
 	case !storableTime(r.Arrival) || !storableTime(r.Expiry):
 		return bad("arrival and expiry must be times between years 1 and 9999")
 	case r.Checkpoints < 0 || r.Request.BodySize < 0:
 		return bad("negative count")
-	case !IsToken(r.Request.Method):
+	case !core.IsToken(r.Request.Method):
 		return bad("malformed method")
 	case len(r.Request.Path) == 0 || r.Request.Path[0] != '/':
 		return bad("path must start with /")
@@ -269,6 +273,13 @@ func (r *asyncRecord) validate() error {
 // storableTime reports whether t is set and JSON can write it.
 func storableTime(t time.Time) bool {
 	return !t.IsZero() && t.Year() >= 1 && t.Year() <= 9999
+}
+
+// newAsyncID returns 128 random bits as 32 lowercase hex digits.
+func newAsyncID() string {
+	var b [16]byte
+	rand.Read(b[:]) // never fails (crypto/rand, Go ≥ 1.24)
+	return hex.EncodeToString(b[:])
 }
 
 // validAsyncID reports whether s is an id as newAsyncID makes them: 32
@@ -305,11 +316,11 @@ type idempotencyEntry struct {
 // resultHeader is the header blob: the result's status and headers
 // (CONTRACT §6).
 type resultHeader struct {
-	Status      int         `json:"status"`
-	Headers     http.Header `json:"headers"`
-	ID          string      `json:"id"`
-	CompletedAt string      `json:"completedAt"`
-	Attempts    []Attempt   `json:"attempts"`
+	Status      int            `json:"status"`
+	Headers     http.Header    `json:"headers"`
+	ID          string         `json:"id"`
+	CompletedAt string         `json:"completedAt"`
+	Attempts    []core.Attempt `json:"attempts"`
 }
 
 // notification is a lifecycle notification (CONTRACT §6), named as the
@@ -330,24 +341,24 @@ const (
 	notifyExpired    = "Expired"
 )
 
-// AsyncSweepPrefixes are the key prefixes a store's sweep walks: the
+// SweepPrefixes are the key prefixes a store's sweep walks: the
 // continuation records and the idempotency index. Result and request
-// body blobs are deleted with their record (see AsyncGarbage).
-func AsyncSweepPrefixes() []string {
+// body blobs are deleted with their record (see Garbage).
+func SweepPrefixes() []string {
 	return []string{asyncRecordsPrefix, asyncIdempotencyPrefix}
 }
 
-// AsyncGarbage tells a store's sweep what to delete for the object at key
-// (under one of AsyncSweepPrefixes) holding data, at time now: nothing
+// Garbage tells a store's sweep what to delete for the object at key
+// (under one of SweepPrefixes) holding data, at time now: nothing
 // (nil) until the request it belongs to is past its expiry plus its read
-// grace (see AsyncReadGrace), then every key the request owns, the object's own key
+// grace (see ReadGrace), then every key the request owns, the object's own key
 // last, so that a sweep interrupted half-way finds the rest next time. For
 // a record: its request body blob, its result blobs and itself; for an
 // idempotency entry: itself. Objects that cannot be decoded, and entries
 // written before they carried an expiry, are kept: a corrupt record stays
 // for inspection (its status URI answers CorruptRecord), and a stale entry
 // is taken over by the next submission with its key.
-func AsyncGarbage(key string, data []byte, now time.Time) []string {
+func Garbage(key string, data []byte, now time.Time) []string {
 	switch {
 	case strings.HasPrefix(key, asyncRecordsPrefix):
 		r, err := decodeAsyncRecord(data)

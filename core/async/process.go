@@ -1,4 +1,4 @@
-package core
+package async
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"fngateway/core"
 )
 
 // errLeased ends a claim attempt that found a live lease held by another.
@@ -83,7 +85,7 @@ func (a *Async) continueRequest(ctx context.Context, id string) error {
 		until = deadline
 	}
 	var first, seen bool
-	rec, err := a.updateRecord(ctx, id, func(r *asyncRecord) (err error) {
+	rec, err := a.records().update(ctx, id, func(r *asyncRecord) (err error) {
 		first, seen, err = r.claim(owner, now, until)
 		return err
 	})
@@ -104,8 +106,8 @@ func (a *Async) continueRequest(ctx context.Context, id string) error {
 	defer endObs()
 
 	stopped := newCauseSignal()
-	stop := a.keepLease(ctx, id, owner, a.leaseLen(), deadline, stopped.fire)
-	unlisten := a.listenCancel(id, stopped.fire)
+	stop := a.records().keepLease(ctx, id, owner, a.leaseLen(), deadline, stopped.fire)
+	unlisten := a.cancels.listen(id, stopped.fire)
 	s := &session{rec: rec, owner: owner, stopped: stopped, endFn: func() { unlisten(); stop(); stopped.fire(context.Canceled) }}
 	defer s.end()
 	if first {
@@ -127,17 +129,17 @@ func (a *Async) continueRequest(ctx context.Context, id string) error {
 		return a.commitCancel(ctx, s, rec.Attempts)
 	}
 	if !now.Before(rec.Expiry) {
-		e := &Error{Reason: ReasonTTLExpired, Message: "the request expired before any attempt started", Attempts: rec.Attempts}
+		e := &core.Error{Reason: core.ReasonTTLExpired, Message: "the request expired before any attempt started", Attempts: rec.Attempts}
 		if len(rec.Attempts) > 0 {
 			e.Message = "the request expired before it could be completed"
 		}
 		return a.commitError(ctx, s, e)
 	}
-	limit := Budget{}.WithLimit(deadline, a.Margin).Limit
+	limit := core.Budget{}.WithLimit(deadline, a.Margin).Limit
 	req, body, err := a.rebuild(ctx, rec, limit)
 	switch {
 	case errors.Is(err, ErrNotFound), errors.Is(err, errBodyLost):
-		return a.commitError(ctx, s, &Error{Reason: ReasonNone, Message: "the stored request body is missing", Attempts: rec.Attempts, Err: err})
+		return a.commitError(ctx, s, &core.Error{Reason: core.ReasonNone, Message: "the stored request body is missing", Attempts: rec.Attempts, Err: err})
 	case err != nil:
 		return errors.Join(fmt.Errorf("continuation %s: %w", id, err), a.handOn(ctx, s, rec.Attempts, false))
 	}
@@ -168,29 +170,29 @@ func (a *Async) reportCorrupt(ctx context.Context, id string, cause error) {
 // MaxAttempts and its host rotation continued, and the body read back. An
 // attempt cut by the execution limit does not count: it was not the
 // backend's failure. The Closer, if any, is a streamed body's blob.
-func (a *Async) rebuild(ctx context.Context, rec *asyncRecord, limit time.Time) (*Request, io.Closer, error) {
+func (a *Async) rebuild(ctx context.Context, rec *asyncRecord, limit time.Time) (*core.Request, io.Closer, error) {
 	if a.Router == nil {
 		return nil, nil, errors.New("async: no Router")
 	}
 	route := *a.Router.Match(rec.Request.Path)
 	prior := 0
 	for _, at := range rec.Attempts {
-		if at.Outcome != OutcomeFunctionLimit {
+		if at.Outcome != core.OutcomeFunctionLimit {
 			prior++
 		}
 	}
 	if prior > 0 && len(route.Hosts) > 0 {
 		route.MaxAttempts = max(route.MaxAttempts-prior, 1)
 		k := prior % len(route.Hosts)
-		route.Hosts = append(append(HostList{}, route.Hosts[k:]...), route.Hosts[:k]...)
+		route.Hosts = append(append(core.HostList{}, route.Hosts[k:]...), route.Hosts[:k]...)
 	}
 	sn := rec.Request
-	req := &Request{
+	req := &core.Request{
 		Method: sn.Method, Path: sn.Path, RawQuery: sn.RawQuery, Header: sn.Header,
 		Host: sn.Host, RemoteAddr: sn.RemoteAddr, Proto: sn.Proto,
 		IdempotencyKey: sn.IdempotencyKey, ClientKey: sn.ClientKey,
 		Route:  &route,
-		Budget: Budget{Arrival: rec.Arrival, TTL: rec.Expiry, Timeout: a.Timeout, Limit: limit},
+		Budget: core.Budget{Arrival: rec.Arrival, TTL: rec.Expiry, Timeout: a.Timeout, Limit: limit},
 	}
 	if req.Header == nil {
 		req.Header = http.Header{}
@@ -219,37 +221,6 @@ func (a *Async) rebuild(ctx context.Context, rec *asyncRecord, limit time.Time) 
 	return req, nil, nil
 }
 
-// keepLease is the claim's heartbeat: it renews the lease of owner on
-// record id every third of a lease until stop is called, never past limit
-// (zero: no limit). If the lease turns out to be lost, it calls
-// lose(ErrLeaseLost) and stops. If it finds the client asked to cancel, it
-// calls lose(ErrCancelRequested) once and goes on renewing: the holder
-// writes the cancellation. A renewal that fails otherwise is tried again
-// at the next beat, so two can fail before the lease lapses.
-func (a *Async) keepLease(ctx context.Context, id, owner string, lease time.Duration, limit time.Time, lose context.CancelCauseFunc) (stop func()) {
-	told := false // of a cancel request
-	return Beat(context.WithoutCancel(ctx), lease/3, func(ctx context.Context) bool {
-		until := time.Now().Add(lease)
-		if !limit.IsZero() && limit.Before(until) {
-			until = limit
-		}
-		rec, err := a.updateRecord(ctx, id, func(r *asyncRecord) error { return r.renew(owner, until) })
-		if rec != nil && rec.State == StateCancelling && !told && !errors.Is(err, ErrLeaseLost) {
-			told = true
-			lose(ErrCancelRequested)
-		}
-		switch {
-		case errors.Is(err, ErrLeaseLost), errors.Is(err, ErrNotFound):
-			lose(ErrLeaseLost)
-			return false
-		case err == nil || errors.Is(err, errNoop):
-			// Once the lease reaches the limit, nothing is left to renew.
-			return limit.IsZero() || until.Before(limit)
-		}
-		return true // tried again at the next beat
-	})
-}
-
 // requeue leaves a message for request id, visible after wait.
 func (a *Async) requeue(ctx context.Context, id string, wait time.Duration) error {
 	if err := a.Queue.Enqueue(ctx, wireContinuation{ID: id}.Encode(), queueDelay(wait)); err != nil {
@@ -269,7 +240,7 @@ func (a *Async) lostLease(ctx context.Context, s *session) error {
 	}
 	ctx, cancel := cleanupContext(ctx)
 	defer cancel()
-	rec, err := a.loadRecord(ctx, s.rec.ID)
+	rec, err := a.records().load(ctx, s.rec.ID)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return nil
@@ -287,25 +258,25 @@ func (a *Async) lostLease(ctx context.Context, s *session) error {
 
 // settle turns the outcome of the attempts into the result, or hands the
 // request on.
-func (a *Async) settle(ctx context.Context, s *session, res *Result, ferr error) error {
+func (a *Async) settle(ctx context.Context, s *session, res *core.Result, ferr error) error {
 	if ferr == nil && (res == nil || res.Response == nil) {
-		ferr = &Error{Reason: ReasonNone, Message: "the attempts gave no result"}
+		ferr = &core.Error{Reason: core.ReasonNone, Message: "the attempts gave no result"}
 	}
 	if ferr != nil {
-		var e *Error
+		var e *core.Error
 		if !errors.As(ferr, &e) {
-			e = &Error{Reason: ReasonNone, Err: ferr}
+			e = &core.Error{Reason: core.ReasonNone, Err: ferr}
 		}
 		all := joinAttempts(s.rec.Attempts, e.Attempts)
 		switch {
 		case s.lost():
 			return a.lostLease(ctx, s)
-		case e.Reason == ReasonFunctionLimit:
+		case e.Reason == core.ReasonFunctionLimit:
 			return a.handOn(ctx, s, all, true)
-		case e.Reason == ReasonClientGone && errors.Is(ferr, ErrCancelRequested):
+		case e.Reason == core.ReasonClientGone && errors.Is(ferr, ErrCancelRequested):
 			// The client cancelled: handOn writes the cancellation.
 			return a.handOn(ctx, s, all, false)
-		case e.Reason == ReasonClientGone:
+		case e.Reason == core.ReasonClientGone:
 			// The invocation's context ended: hand on, and have the
 			// queue deliver again.
 			herr := a.handOn(ctx, s, all, false)
@@ -314,7 +285,7 @@ func (a *Async) settle(ctx context.Context, s *session, res *Result, ferr error)
 			}
 			return errors.Join(fmt.Errorf("continuation %s interrupted: %w", s.rec.ID, ferr), herr)
 		}
-		return a.commitError(ctx, s, &Error{Reason: e.Reason, Message: e.Message, Attempts: all, Err: e.Err})
+		return a.commitError(ctx, s, &core.Error{Reason: e.Reason, Message: e.Message, Attempts: all, Err: e.Err})
 	}
 
 	resp := res.Response
@@ -324,7 +295,7 @@ func (a *Async) settle(ctx context.Context, s *session, res *Result, ferr error)
 	if header == nil {
 		header = http.Header{}
 	}
-	RemoveHopHeaders(header)
+	core.RemoveHopHeaders(header)
 	header.Set("X-Attempts", strconv.Itoa(len(all)))
 	ct := resp.Header.Get("Content-Type")
 	if ct == "" {
@@ -338,14 +309,14 @@ func (a *Async) settle(ctx context.Context, s *session, res *Result, ferr error)
 	err := a.Store.WriteBlob(work, asyncDataKey(s.rec.Container, s.rec.ID), resp.Body, ct, false)
 	done()
 	if err != nil {
-		cut := StreamCut(resp.Body)
+		cut := core.StreamCut(resp.Body)
 		switch {
 		case s.lost():
 			return a.lostLease(ctx, s)
-		case errors.Is(cut, ErrFunctionLimit):
+		case errors.Is(cut, core.ErrFunctionLimit):
 			return a.handOn(ctx, s, all, true)
-		case errors.Is(cut, ErrIdleTimeout):
-			return a.commitError(ctx, s, &Error{Reason: ReasonAttemptTimeout,
+		case errors.Is(cut, core.ErrIdleTimeout):
+			return a.commitError(ctx, s, &core.Error{Reason: core.ReasonAttemptTimeout,
 				Message:  fmt.Sprintf("the backend's response body (status %d) stalled longer than the idle limit", resp.StatusCode),
 				Attempts: all, Err: cut})
 		case a.cancelling(ctx, s.rec.ID):
@@ -359,7 +330,7 @@ func (a *Async) settle(ctx context.Context, s *session, res *Result, ferr error)
 
 // commitError writes e as the result: the error document as the data blob,
 // its status in the header blob.
-func (a *Async) commitError(ctx context.Context, s *session, e *Error) error {
+func (a *Async) commitError(ctx context.Context, s *session, e *core.Error) error {
 	header := http.Header{
 		"Content-Type":    {"application/json"},
 		"X-Gateway-Error": {e.Reason.Code()},
@@ -382,7 +353,7 @@ func (a *Async) commitError(ctx context.Context, s *session, e *Error) error {
 
 // publish commits the result whose data blob is written: step 3 (the
 // header blob, created only if absent) and step 4 (the record marked done).
-func (a *Async) publish(ctx context.Context, s *session, status int, header http.Header, all []Attempt) error {
+func (a *Async) publish(ctx context.Context, s *session, status int, header http.Header, all []core.Attempt) error {
 	id := s.rec.ID
 	// Commit only while still the holder: a successor, once it claimed,
 	// may be writing the data blob.
@@ -391,7 +362,7 @@ func (a *Async) publish(ctx context.Context, s *session, status int, header http
 	}
 	completed := time.Now().UTC().Truncate(time.Second)
 	if all == nil {
-		all = []Attempt{}
+		all = []core.Attempt{}
 	}
 	hb, err := json.Marshal(resultHeader{Status: status, Headers: header, ID: id, CompletedAt: completed.Format(time.RFC3339), Attempts: all})
 	if err != nil {
@@ -416,8 +387,8 @@ func (a *Async) publish(ctx context.Context, s *session, status int, header http
 // (its lease may have lapsed, as long as nobody took it over). If it does
 // not, or the check fails, it ends the session as lostLease or handOn does
 // and returns false with what the caller must return.
-func (a *Async) holds(ctx context.Context, s *session, all []Attempt) (bool, error) {
-	rec, err := a.loadRecord(ctx, s.rec.ID)
+func (a *Async) holds(ctx context.Context, s *session, all []core.Attempt) (bool, error) {
+	rec, err := a.records().load(ctx, s.rec.ID)
 	if err != nil {
 		return false, errors.Join(fmt.Errorf("continuation %s: check claim: %w", s.rec.ID, err), a.handOn(ctx, s, all, false))
 	}
@@ -457,10 +428,10 @@ func (a *Async) adoptResult(ctx context.Context, s *session) (bool, error) {
 // finalize marks the record done with its committed result, releasing the
 // claim whoever holds it (the header blob decides), and sends the final
 // notification.
-func (a *Async) finalize(ctx context.Context, id string, status int, gatewayCode string, completed time.Time, all []Attempt) error {
+func (a *Async) finalize(ctx context.Context, id string, status int, gatewayCode string, completed time.Time, all []core.Attempt) error {
 	state := resultState(status, gatewayCode)
 	var topic string
-	_, err := a.updateRecord(ctx, id, func(r *asyncRecord) error {
+	_, err := a.records().update(ctx, id, func(r *asyncRecord) error {
 		topic = r.Topic
 		return r.commit(state, recordResult{Status: status, CompletedAt: completed, Code: trimCode(gatewayCode)}, all)
 	})
@@ -479,7 +450,7 @@ func (a *Async) finalize(ctx context.Context, id string, status int, gatewayCode
 // continuation; so does an inflight claim, which has no delivery of its own
 // for the queue to repeat. A queue worker's other hand-ons rely on its
 // delivery coming back.
-func (a *Async) handOn(ctx context.Context, s *session, all []Attempt, checkpoint bool) error {
+func (a *Async) handOn(ctx context.Context, s *session, all []core.Attempt, checkpoint bool) error {
 	ctx, cancel := cleanupContext(ctx)
 	defer cancel()
 	if !s.cancelTried && a.cancelling(ctx, s.rec.ID) {
@@ -488,7 +459,7 @@ func (a *Async) handOn(ctx context.Context, s *session, all []Attempt, checkpoin
 		return a.commitCancel(ctx, s, all)
 	}
 	s.end()
-	_, err := a.updateRecord(ctx, s.rec.ID, func(r *asyncRecord) error { return r.release(s.owner, all, checkpoint) })
+	_, err := a.records().update(ctx, s.rec.ID, func(r *asyncRecord) error { return r.release(s.owner, all, checkpoint) })
 	if errors.Is(err, ErrLeaseLost) {
 		return a.lostLease(ctx, s)
 	}
@@ -512,7 +483,7 @@ func (a *Async) handOn(ctx context.Context, s *session, all []Attempt, checkpoin
 // ctx should outlive the client's request (context.WithoutCancel). Finish
 // returns ErrLeaseLost, writing nothing, if the lease lapsed and a queue
 // worker took the request over. A claim can be finished once.
-func (a *Async) Finish(ctx context.Context, c *Claim, res *Result, err error) error {
+func (a *Async) Finish(ctx context.Context, c *Claim, res *core.Result, err error) error {
 	closeRes := func() {
 		if res != nil && res.Response != nil && res.Response.Body != nil {
 			res.Response.Body.Close()
@@ -540,7 +511,7 @@ func (a *Async) Finish(ctx context.Context, c *Claim, res *Result, err error) er
 }
 
 // joinAttempts returns a new timeline: prev, then more.
-func joinAttempts(prev, more []Attempt) []Attempt {
-	out := make([]Attempt, 0, len(prev)+len(more))
+func joinAttempts(prev, more []core.Attempt) []core.Attempt {
+	out := make([]core.Attempt, 0, len(prev)+len(more))
 	return append(append(out, prev...), more...)
 }

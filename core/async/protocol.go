@@ -1,10 +1,10 @@
-package core
+package async
 
 // The async commit protocol of Async (Submit, Process, Finish).
 //
 // This file holds no code: it is the design note beside the engine, kept
 // in Go so that it moves with the code it describes. The record's states
-// and the store layout are in async_record.go and async.go.
+// and the store layout are in record.go and async.go.
 //
 // A serverless invocation cannot keep working after it answers, so Submit
 // makes the request durable, in this order: the request body blob
@@ -12,7 +12,7 @@ package core
 // (gateway/records/<id>.json), the queue message {"v":1,"id":…}, and, when
 // the client gave an Idempotency-Key, the idempotency index entry
 // (gateway/idempotency/<hex sha256 of profile, key and caller>, see
-// scopedIdempotencyKey). Only then does it
+// idempotency.key). Only then does it
 // return the Accepted the 202 is made of. Every queue delivery runs Process;
 // the queue delivers at least once, so Process may run twice for one message,
 // concurrently, or after a crash.

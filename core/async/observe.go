@@ -1,11 +1,15 @@
-package core
+package async
 
-import "context"
+import (
+	"context"
+
+	"fngateway/core"
+)
 
 // The async events of Observer (CONTRACT §7): the hand-off, and the
 // continuation that links back to the request's trace.
 
-func (a *Async) observer() Observer { return a.forwarder().Observer }
+func (a *Async) observer() core.Observer { return a.forwarder().Observer }
 
 // traceContextKey carries the request's Observer.TraceContext from the
 // hand-off to the record it writes.
@@ -47,7 +51,7 @@ func (a *Async) startContinuation(ctx context.Context, rec *asyncRecord) (contex
 }
 
 // settleObserved is settle, observed as the continuation's result write.
-func (a *Async) settleObserved(ctx context.Context, s *session, res *Result, ferr error) error {
+func (a *Async) settleObserved(ctx context.Context, s *session, res *core.Result, ferr error) error {
 	o := a.observer()
 	if o == nil {
 		return a.settle(ctx, s, res, ferr)

@@ -1,4 +1,4 @@
-package core
+package async
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"fngateway/core"
 )
 
 // TestContinuationsPerProfile: one profile holds at most its share of the
@@ -75,7 +77,7 @@ func TestRunFairBetweenProfiles(t *testing.T) {
 		e.a.TriggerTimeout = trigger
 		e.a.Continuations = NewProfileContinuations(slots, 0)
 		defer e.a.Continuations.Shutdown(context.Background()) // ends alice's in-process finishes
-		bob := &Profile{UserID: "bob", Async: AsyncConfig{Enabled: true, ContainerName: "bob-results"}}
+		bob := &core.Profile{UserID: "bob", Async: core.AsyncConfig{Enabled: true, ContainerName: "bob-results"}}
 
 		var wg sync.WaitGroup
 		for i := range n {

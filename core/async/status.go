@@ -1,4 +1,4 @@
-package core
+package async
 
 import (
 	"context"
@@ -7,17 +7,19 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+
+	"fngateway/core"
 )
 
-// AsyncOperationSuffix ends the path of an operation URI (the status
-// monitor of CONTRACT §6): AsyncStatusPrefix + id + AsyncOperationSuffix.
-const AsyncOperationSuffix = "/operation"
+// OperationSuffix ends the path of an operation URI (the status
+// monitor of CONTRACT §6): StatusPrefix + id + OperationSuffix.
+const OperationSuffix = "/operation"
 
-// AsyncStatusPath returns the path of request id's status URI.
-func AsyncStatusPath(id string) string { return AsyncStatusPrefix + id }
+// StatusPath returns the path of request id's status URI.
+func StatusPath(id string) string { return StatusPrefix + id }
 
-// AsyncOperationPath returns the path of request id's operation URI.
-func AsyncOperationPath(id string) string { return AsyncStatusPrefix + id + AsyncOperationSuffix }
+// OperationPath returns the path of request id's operation URI.
+func OperationPath(id string) string { return StatusPrefix + id + OperationSuffix }
 
 // The statuses of an operation URI's document, as the Azure REST API
 // guidelines name them for long-running operations.
@@ -62,7 +64,7 @@ func (v *StatusView) OperationError() (code, message string, ok bool) {
 		return "", "", false
 	}
 	if v.State == StateCanceled {
-		return ReasonCanceled.Code(), "the request was cancelled by its client (DELETE on its status URI)", true
+		return core.ReasonCanceled.Code(), "the request was cancelled by its client (DELETE on its status URI)", true
 	}
 	if v.ResultCode != "" {
 		return v.ResultCode, fmt.Sprintf("the gateway ended the request: %s (status %d); the status URI answers its error document",

@@ -1,4 +1,4 @@
-package core
+package async
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"fngateway/core"
 )
 
 const runTestTrigger = 10 * time.Second
@@ -42,13 +44,13 @@ func newRunEnv(tb testing.TB, fn backendFunc, workAfterAnswer bool, slots int) *
 	tb.Helper()
 	e := newAsyncEnv(tb, fn)
 	e.a.TriggerTimeout = runTestTrigger
-	e.a.Host = HostCaps{Name: "test", WorkAfterAnswer: workAfterAnswer}
+	e.a.Host = core.HostCaps{Name: "test", WorkAfterAnswer: workAfterAnswer}
 	e.a.Continuations = NewContinuations(slots)
 	return e
 }
 
 // runRequest is asyncRequest routed, with a key of its own.
-func (e *asyncEnv) runRequest(key string) *Request {
+func (e *asyncEnv) runRequest(key string) *core.Request {
 	req := asyncRequest()
 	req.Route = e.a.Router.Match(req.Path)
 	req.IdempotencyKey = key
@@ -173,8 +175,8 @@ func TestRunClientGone(t *testing.T) {
 		time.AfterFunc(2*time.Second, cancel)
 		start := time.Now()
 		_, acc, err := e.a.Run(ctx, e.runRequest("key-1"), e.profile)
-		var ge *Error
-		if !errors.As(err, &ge) || ge.Reason != ReasonClientGone || acc != nil {
+		var ge *core.Error
+		if !errors.As(err, &ge) || ge.Reason != core.ReasonClientGone || acc != nil {
 			t.Fatalf("Run = %v, %v; want ReasonClientGone", acc, err)
 		}
 		if got := time.Since(start); got != 2*time.Second {

@@ -1,7 +1,7 @@
-// Package porttest checks implementations of core's ports, as
+// Package porttest checks implementations of core/async's ports, as
 // testing/fstest checks an fs.FS: one conformance suite per port states once
-// the semantics core's async engine relies on, and every implementation (the
-// in-memory fakes of core's tests, infra/filestore, infra/azure, and any
+// the semantics the async engine relies on, and every implementation (the
+// in-memory fakes of core/async's tests, infra/filestore, infra/azure, and any
 // other) runs it.
 //
 // The suites use real time: queue delays and visibility timeouts are a few
@@ -32,7 +32,7 @@ import (
 	"testing"
 	"time"
 
-	"fngateway/core"
+	"fngateway/core/async"
 )
 
 // opTimeout bounds every call the suites make, so that a hung service
@@ -61,7 +61,7 @@ func container() string {
 // whole-or-nothing, blobs read back byte for byte, and SignURL returning a
 // URL. open is called once per subtest; it may return the same Store each
 // time.
-func TestStore(t *testing.T, open func(t *testing.T) core.Store) {
+func TestStore(t *testing.T, open func(t *testing.T) async.Store) {
 	t.Run("NotFound", func(t *testing.T) {
 		t.Parallel()
 		s, ctx, c := open(t), testContext(t), container()
@@ -69,10 +69,10 @@ func TestStore(t *testing.T, open func(t *testing.T) core.Store) {
 			t.Fatalf("Put: %v", err)
 		}
 		for _, key := range []string{container() + "/in-a-missing-container.json", c + "/absent.json", c + "/records/absent.json"} {
-			if _, _, err := s.Get(ctx, key); !errors.Is(err, core.ErrNotFound) {
+			if _, _, err := s.Get(ctx, key); !errors.Is(err, async.ErrNotFound) {
 				t.Errorf("Get(%q) error = %v; want ErrNotFound", key, err)
 			}
-			if _, err := s.OpenBlob(ctx, key); !errors.Is(err, core.ErrNotFound) {
+			if _, err := s.OpenBlob(ctx, key); !errors.Is(err, async.ErrNotFound) {
 				t.Errorf("OpenBlob(%q) error = %v; want ErrNotFound", key, err)
 			}
 		}
@@ -86,7 +86,7 @@ func TestStore(t *testing.T, open func(t *testing.T) core.Store) {
 		if err != nil || v1 == "" {
 			t.Fatalf("create = %q, %v; want a version", v1, err)
 		}
-		if _, err := s.Put(ctx, key, []byte(`{"n":9}`), ""); !errors.Is(err, core.ErrConflict) {
+		if _, err := s.Put(ctx, key, []byte(`{"n":9}`), ""); !errors.Is(err, async.ErrConflict) {
 			t.Fatalf("create again: error = %v; want ErrConflict", err)
 		}
 		data, v, err := s.Get(ctx, key)
@@ -113,7 +113,7 @@ func TestStore(t *testing.T, open func(t *testing.T) core.Store) {
 			"version on a missing object":    {key + ".missing", v2},
 			"version in a missing container": {container() + "/x.json", v2},
 		} {
-			if _, err := s.Put(ctx, tc.key, []byte(`{"n":9}`), tc.version); !errors.Is(err, core.ErrConflict) {
+			if _, err := s.Put(ctx, tc.key, []byte(`{"n":9}`), tc.version); !errors.Is(err, async.ErrConflict) {
 				t.Errorf("%s: Put error = %v; want ErrConflict", name, err)
 			}
 		}
@@ -151,7 +151,7 @@ func TestStore(t *testing.T, open func(t *testing.T) core.Store) {
 					t.Fatalf("%s: writers %d and %d both won", tc.name, winner, i)
 				case err == nil:
 					winner = i
-				case !errors.Is(err, core.ErrConflict):
+				case !errors.Is(err, async.ErrConflict):
 					t.Fatalf("%s: writer %d: error = %v; want nil or ErrConflict", tc.name, i, err)
 				}
 			}
@@ -177,9 +177,9 @@ func TestStore(t *testing.T, open func(t *testing.T) core.Store) {
 			stored string
 		}{
 			{"create", "first", true, nil, "first"},
-			{"create again", "second", true, core.ErrConflict, "first"},
+			{"create again", "second", true, async.ErrConflict, "first"},
 			{"replace", "third", false, nil, "third"},
-			{"create after replace", "fourth", true, core.ErrConflict, "third"},
+			{"create after replace", "fourth", true, async.ErrConflict, "third"},
 		}
 		for _, st := range steps {
 			err := s.WriteBlob(ctx, key, strings.NewReader(st.body), "text/plain", st.create)
@@ -203,7 +203,7 @@ func TestStore(t *testing.T, open func(t *testing.T) core.Store) {
 			switch err := <-errs; {
 			case err == nil:
 				won++
-			case !errors.Is(err, core.ErrConflict):
+			case !errors.Is(err, async.ErrConflict):
 				t.Errorf("racing create: %v; want ErrConflict", err)
 			}
 		}
@@ -241,7 +241,7 @@ func TestStore(t *testing.T, open func(t *testing.T) core.Store) {
 		if err := s.WriteBlob(ctx, c+"/new/data", io.MultiReader(generated(2, 1<<20), failing{broken}), "", true); err == nil {
 			t.Fatal("WriteBlob of a broken body: no error")
 		}
-		if _, err := s.OpenBlob(ctx, c+"/new/data"); !errors.Is(err, core.ErrNotFound) {
+		if _, err := s.OpenBlob(ctx, c+"/new/data"); !errors.Is(err, async.ErrNotFound) {
 			t.Errorf("after a broken create, OpenBlob error = %v; want ErrNotFound", err)
 		}
 		// A replacement whose body breaks leaves the old blob whole.
@@ -282,10 +282,10 @@ func TestStore(t *testing.T, open func(t *testing.T) core.Store) {
 // message hidden for its visibility timeout and then delivered again with
 // the same ID and a growing DequeueCount, Complete deleting it for good,
 // and a delayed message hidden until its delay has passed; for a queue that
-// is a core.VisibilityExtender, Extend too. open is called once per subtest
+// is a async.VisibilityExtender, Extend too. open is called once per subtest
 // (and once to look for optional capabilities) and must return an empty
 // queue of its own.
-func TestQueue(t *testing.T, open func(t *testing.T) core.Queue) {
+func TestQueue(t *testing.T, open func(t *testing.T) async.Queue) {
 	t.Run("EnqueueReceiveComplete", func(t *testing.T) {
 		t.Parallel()
 		q, ctx := open(t), testContext(t)
@@ -385,7 +385,7 @@ func TestQueue(t *testing.T, open func(t *testing.T) core.Queue) {
 	})
 
 	// Optional: queues that let a worker renew a message's visibility.
-	if _, ok := open(t).(core.VisibilityExtender); ok {
+	if _, ok := open(t).(async.VisibilityExtender); ok {
 		t.Run("Extend", func(t *testing.T) {
 			t.Parallel()
 			testExtend(t, open)
@@ -419,14 +419,14 @@ func TestQueue(t *testing.T, open func(t *testing.T) core.Queue) {
 	})
 }
 
-// testExtend checks a queue's optional core.VisibilityExtender: Extend
+// testExtend checks a queue's optional async.VisibilityExtender: Extend
 // keeps a received message hidden past its first visibility, Extend with
 // zero shows it again at once, and a worker whose message was received
 // again since can no longer extend it.
-func testExtend(t *testing.T, open func(t *testing.T) core.Queue) {
+func testExtend(t *testing.T, open func(t *testing.T) async.Queue) {
 	hiddenCheck(t, func(t *testing.T, vis time.Duration) bool {
 		q, ctx := open(t), testContext(t)
-		ve := q.(core.VisibilityExtender)
+		ve := q.(async.VisibilityExtender)
 		if err := q.Enqueue(ctx, []byte(`{"extend":true}`), 0); err != nil {
 			t.Fatalf("Enqueue: %v", err)
 		}
@@ -459,7 +459,7 @@ func testExtend(t *testing.T, open func(t *testing.T) core.Queue) {
 		if again.ID != first.ID || again.DequeueCount != first.DequeueCount+1 {
 			t.Fatalf("after Extend to zero received %+v; want %s again, DequeueCount %d", again, first.ID, first.DequeueCount+1)
 		}
-		if _, err := ve.Extend(ctx, m, time.Minute); !errors.Is(err, core.ErrNotFound) && !errors.Is(err, core.ErrConflict) {
+		if _, err := ve.Extend(ctx, m, time.Minute); !errors.Is(err, async.ErrNotFound) && !errors.Is(err, async.ErrConflict) {
 			t.Fatalf("Extend by a worker that lost the message: error = %v; want ErrNotFound or ErrConflict", err)
 		}
 		if err := q.Complete(ctx, again); err != nil {
@@ -489,7 +489,7 @@ func hiddenCheck(t *testing.T, check func(t *testing.T, vis time.Duration) bool)
 // receiveOnce polls q until it returns one message, received for
 // visibility, or fails after timeout; it returns the message and when the
 // Receive that returned it was sent.
-func receiveOnce(t *testing.T, q core.Queue, visibility, timeout time.Duration) (core.Message, time.Time) {
+func receiveOnce(t *testing.T, q async.Queue, visibility, timeout time.Duration) (async.Message, time.Time) {
 	t.Helper()
 	ctx := testContext(t)
 	deadline := time.Now().Add(timeout)
@@ -513,10 +513,10 @@ func receiveOnce(t *testing.T, q core.Queue, visibility, timeout time.Duration) 
 }
 
 // receive polls q until it returns n messages, or fails after timeout.
-func receive(t *testing.T, q core.Queue, n int, visibility, timeout time.Duration) []core.Message {
+func receive(t *testing.T, q async.Queue, n int, visibility, timeout time.Duration) []async.Message {
 	t.Helper()
 	ctx := testContext(t)
-	var got []core.Message
+	var got []async.Message
 	deadline := time.Now().Add(timeout)
 	for len(got) < n {
 		msgs, err := q.Receive(ctx, n-len(got), visibility)
@@ -538,7 +538,7 @@ func receive(t *testing.T, q core.Queue, n int, visibility, timeout time.Duratio
 }
 
 // none checks that q delivers nothing now.
-func none(t *testing.T, q core.Queue) {
+func none(t *testing.T, q async.Queue) {
 	t.Helper()
 	msgs, err := q.Receive(testContext(t), 5, time.Minute)
 	if err != nil || len(msgs) != 0 {
@@ -546,7 +546,7 @@ func none(t *testing.T, q core.Queue) {
 	}
 }
 
-func readAll(t *testing.T, s core.Store, key string) string {
+func readAll(t *testing.T, s async.Store, key string) string {
 	t.Helper()
 	rc, err := s.OpenBlob(testContext(t), key)
 	if err != nil {

@@ -1,0 +1,40 @@
+// Package async is the gateway's async continuation engine (CONTRACT §6),
+// over the deadline engine of package core: a request that outlasts its
+// invocation is made durable, answered 202 Accepted, and continued in later
+// invocations until it has one result. It depends on core (Request, Router,
+// Forwarder, Profile, Error, Stats, Observer); core never imports it.
+//
+// The layout, arrows pointing down (each part uses only those below it):
+//
+//   - Async is the façade the hosts call: Run answers or hands off
+//     (run.go), Submit makes a hand-off durable (async.go), Process
+//     continues a queue message and Finish settles an in-process claim
+//     (process.go), Status and OpenResult read a request (async.go,
+//     status.go), Cancel asks it to stop (cancel.go), MessageProfile tells
+//     a worker whose turn a message is (fair.go) and FlushNotifications
+//     drains the sender at shutdown. It holds the settings and the ports;
+//     the steps of the commit protocol (protocol.go) are its unexported
+//     methods, and each concern they share is a small type of its own:
+//   - notifier (notify.go) sends lifecycle notifications in the
+//     background: one sender, in order, at most 1,024 waiting; one more is
+//     dropped, counted and reported, never sent out of turn.
+//   - idempotency (scope.go) is the index of clients' Idempotency-Keys,
+//     scoped to their caller: key, lookup, index and replay.
+//   - records (records.go) reads and writes the records with optimistic
+//     concurrency (load, update) and keeps a claim's lease (keepLease, the
+//     heartbeat).
+//   - cancelListeners (cancel.go) tells the continuations running on this
+//     instance that their client cancelled.
+//   - The record and its state machine (record.go, state.go) are plain
+//     values and transitions, tested as tables without any I/O.
+//   - The ports (ports.go: Store, Queue, Notifier, VisibilityExtender) are
+//     what the engine calls; infra/ implements them (ReadObject and
+//     OpenObject serve stores that stream objects), and porttest states
+//     their semantics once as a conformance suite every implementation
+//     runs. Continuations (continuations.go) bounds the work one instance
+//     keeps going, on every host.
+//
+// Nothing outside this package needs its internals: hosts use the façade,
+// the ports and the exported values (State, StatusView, Accepted, Claim,
+// WithCaller).
+package async
