@@ -362,7 +362,8 @@ func (a *Async) submit(ctx context.Context, req *Request, profile *Profile, infl
 	}
 	// 2. The record.
 	rec := &asyncRecord{V: recordVersion, ID: id, State: StateQueued, Profile: profileID, Topic: topic,
-		Container: container, Arrival: arrival.UTC(), Expiry: expiry.UTC(), Request: snap}
+		Container: container, Arrival: arrival.UTC(), Expiry: expiry.UTC(), Request: snap,
+		Submitter: a.submitter(ctx, req.Header)}
 	var owner string
 	lease := a.leaseLen()
 	if inflight {

@@ -194,6 +194,10 @@ type asyncRecord struct {
 	// CancelRequested when the client asked to cancel (zero: never).
 	Changed         time.Time `json:"changed,omitzero"`
 	CancelRequested time.Time `json:"cancelRequested,omitzero"`
+	// Submitter is the digest of the caller the request was scoped to
+	// (Async.submitter: 64 lowercase hex digits, never the credential),
+	// the only caller that may cancel it; "" when it was scoped to none.
+	Submitter string `json:"submitter,omitempty"`
 }
 
 // Encode returns r's wire form. It fails only for a record decodeAsyncRecord
@@ -252,6 +256,9 @@ func (r *asyncRecord) validate() error {
 	case len(r.Request.Path) == 0 || r.Request.Path[0] != '/':
 		return bad("path must start with /")
 	}
+	if r.Submitter != "" && !validDigest(r.Submitter) {
+		return bad("malformed submitter")
+	}
 	if c := r.Claim; c != nil && (!validAsyncID(c.Owner) || !storableTime(c.Until)) {
 		return bad("malformed claim")
 	}
@@ -283,6 +290,11 @@ func validMethod(m string) bool {
 		}
 	}
 	return true
+}
+
+// validDigest reports whether s is a SHA-256 digest in lowercase hex.
+func validDigest(s string) bool {
+	return len(s) == 64 && validAsyncID(s[:32]) && validAsyncID(s[32:])
 }
 
 // validAsyncID reports whether s is an id as newAsyncID makes them: 32

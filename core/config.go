@@ -625,6 +625,9 @@ func (s *Settings) ContinuationsPerProfile() int {
 
 // HeaderNames is a comma-separated list of HTTP header names, kept
 // canonicalised (IdempotencyScopeHeaders). The zero value means "not set".
+// A header whose value differs on every request of one caller (Date,
+// X-Amz-Date, X-Amz-Content-Sha256, …) or that the gateway removes
+// (X-Amz-Security-Token, X-Functions-Key) is refused: it can never scope.
 type HeaderNames []string
 
 // Decode parses s, for envconfig.
@@ -632,6 +635,9 @@ func (h *HeaderNames) Decode(s string) error {
 	names, err := ParseHeaderNames(s)
 	if err != nil {
 		return fmt.Errorf("want comma-separated HTTP header names, such as Authorization,X-Api-Key: %w", err)
+	}
+	if err := checkScopeHeaders(names); err != nil {
+		return err
 	}
 	*h = names
 	return nil
