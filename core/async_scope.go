@@ -10,12 +10,13 @@ import (
 )
 
 // An Idempotency-Key is scoped to its caller (CONTRACT §3): the index entry
-// of a key is named by the profile, the key and a digest of the caller's
-// credential — the values of the request headers named by
-// IdempotencyScopeHeaders (Async.ScopeHeaders) and the caller identity the
-// host's platform verified (WithCaller). The same key and request from
-// another caller is another request; nothing of the credential is stored
-// in clear.
+// of a key is named by the profile, the key and a digest of the caller —
+// the caller identity the host's platform verified (WithCaller) when there
+// is one, otherwise the values of the request headers named by
+// IdempotencyScopeHeaders (Async.ScopeHeaders). The same key and request
+// from another caller is another request; nothing of the credential is
+// stored in clear. The same digest, kept in the record, says who may
+// cancel the request (CONTRACT §6).
 
 // DefaultIdempotencyScopeHeaders are the headers that scope an
 // Idempotency-Key when Async.ScopeHeaders is nil (IdempotencyScopeHeaders'

@@ -82,8 +82,9 @@ type Settings struct {
 	// MaxContinuations, rounded up (see ContinuationsPerProfile).
 	MaxContinuationsPerProfile Count
 	// IdempotencyScopeHeaders are the request headers whose values
-	// (hashed, never stored in clear) scope an Idempotency-Key, with the
-	// profile and the caller identity the platform verified.
+	// (hashed, never stored in clear) scope an Idempotency-Key and the
+	// right to cancel, with the profile, when the platform verified no
+	// caller identity (a verified identity is the scope alone).
 	IdempotencyScopeHeaders HeaderNames `default:"Authorization"`
 	// AsyncInlineResultBytes is the largest finished async result the
 	// status URI answers itself; a larger successful one is answered 303
