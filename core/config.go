@@ -82,8 +82,9 @@ type Settings struct {
 	// MaxContinuations, rounded up (see ContinuationsPerProfile).
 	MaxContinuationsPerProfile Count
 	// IdempotencyScopeHeaders are the request headers whose values
-	// (hashed, never stored in clear) scope an Idempotency-Key, with the
-	// profile and the caller identity the platform verified.
+	// (hashed, never stored in clear) scope an Idempotency-Key and the
+	// right to cancel, with the profile, when the platform verified no
+	// caller identity (a verified identity is the scope alone).
 	IdempotencyScopeHeaders HeaderNames `default:"Authorization"`
 	// AsyncInlineResultBytes is the largest finished async result the
 	// status URI answers itself; a larger successful one is answered 303
@@ -610,6 +611,9 @@ func (s *Settings) ContinuationsPerProfile() int {
 
 // HeaderNames is a comma-separated list of HTTP header names, kept
 // canonicalised (IdempotencyScopeHeaders). The zero value means "not set".
+// A header whose value differs on every request of one caller (Date,
+// X-Amz-Date, X-Amz-Content-Sha256, …) or that the gateway removes
+// (X-Amz-Security-Token, X-Functions-Key) is refused: it can never scope.
 type HeaderNames []string
 
 // Decode parses s, for envconfig.
@@ -617,6 +621,9 @@ func (h *HeaderNames) Decode(s string) error {
 	names, err := ParseHeaderNames(s)
 	if err != nil {
 		return fmt.Errorf("want comma-separated HTTP header names, such as Authorization,X-Api-Key: %w", err)
+	}
+	if err := checkScopeHeaders(names); err != nil {
+		return err
 	}
 	*h = names
 	return nil

@@ -455,3 +455,41 @@ func FuzzParseHeaderNames(f *testing.F) {
 		}
 	})
 }
+// TestIdempotencyScopeHeadersNotAScope: IdempotencyScopeHeaders refuses a
+// header whose value differs on every request of one caller, or that the
+// gateway removes, naming every one of them; a SigV4 X-Amz-Date in the
+// scope made every request another caller's. Before, they were taken.
+func TestIdempotencyScopeHeadersNotAScope(t *testing.T) {
+	tests := []struct {
+		in        string
+		wantNames []string // "" wantNames: accepted
+	}{
+		{"Authorization", nil},
+		{"Authorization,X-Api-Key", nil},
+		{"X-Amz-Date", []string{"X-Amz-Date"}},
+		{"authorization, x-amz-date, date, X-AMZ-CONTENT-SHA256", []string{"X-Amz-Date", "Date", "X-Amz-Content-Sha256"}},
+		{"X-Amz-Security-Token", []string{"X-Amz-Security-Token"}},
+		{"x-functions-key", []string{"X-Functions-Key"}},
+		{"traceparent,X-Ms-Date", []string{"Traceparent", "X-Ms-Date"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			var h HeaderNames
+			err := h.Decode(tt.in)
+			if len(tt.wantNames) == 0 {
+				if err != nil {
+					t.Fatalf("Decode(%q) = %v; want accepted", tt.in, err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Decode(%q) accepted %v; want refused", tt.in, h)
+			}
+			for _, n := range tt.wantNames {
+				if !strings.Contains(err.Error(), n+" (") {
+					t.Errorf("error %q does not name %s", err, n)
+				}
+			}
+		})
+	}
+}

@@ -102,47 +102,84 @@ func isForwardingHeader(k string) bool {
 	return len(k) > len("X-Forwarded-") && strings.EqualFold(k[:len("X-Forwarded-")], "X-Forwarded-")
 }
 
+// isAddressHeader reports whether the header key k (any case) is one of
+// the client-address headers other proxies write (X-Real-IP,
+// True-Client-IP, X-Client-IP): only a trusted proxy may send them.
+func isAddressHeader(k string) bool {
+	return strings.EqualFold(k, "X-Real-Ip") || strings.EqualFold(k, "True-Client-Ip") || strings.EqualFold(k, "X-Client-Ip")
+}
+
+// isUnderscoreForm reports whether the header key k spells a forwarding
+// or client-address header with '_' for '-' (X_Forwarded_For,
+// X_Real_IP). No proxy writes them, but CGI-style backends read them as
+// the dashed header (both become HTTP_X_FORWARDED_FOR), so they are never
+// passed on, whoever the peer.
+func isUnderscoreForm(k string) bool {
+	if !strings.Contains(k, "_") {
+		return false
+	}
+	d := strings.ReplaceAll(k, "_", "-")
+	return isForwardingHeader(d) || isAddressHeader(d)
+}
+
+// untrustedOnly reports whether a peer that is not trusted may not send
+// the header key k: forwarding headers, client-address headers and their
+// underscore forms.
+func untrustedOnly(k string) bool {
+	return isForwardingHeader(k) || isAddressHeader(k) || isUnderscoreForm(k)
+}
+
 // Believe returns the headers of a request from peer (its RemoteAddr) as
 // the gateway may pass them on, and whether peer is a trusted proxy.
 //
 // From a peer that is not trusted every X-Forwarded-*, Forwarded and
-// X-Request-Start header is dropped. From a trusted one they are kept,
-// except that X-Forwarded-For is cut to the hops that can be believed:
-// read from the right, every entry that is itself a trusted proxy, and
-// the first one that is not (the client); entries before it were written
-// by the client and are dropped. Addresses keep no port.
+// X-Request-Start header is dropped, and so are the client-address
+// headers X-Real-IP, True-Client-IP and X-Client-IP. From a trusted one
+// they are kept, except that X-Forwarded-For is cut to the hops that can
+// be believed: read from the right, every entry that is itself a trusted
+// proxy, and the first one that is not (the client); entries before it
+// were written by the client and are dropped. Addresses keep no port.
+// Any of these headers spelt with '_' for '-' (X_Forwarded_For) is
+// dropped from every peer.
 //
 // h is never modified: when something is dropped the result is a copy
 // (the values are shared), otherwise it is h itself.
 func (t TrustedProxies) Believe(h http.Header, peer string) (http.Header, bool) {
 	trusted := len(t) > 0 && t.Trusts(ParseHop(peer))
-	if !trusted {
-		found := false
-		for k := range h {
-			if isForwardingHeader(k) {
-				found = true
-				break
-			}
+	drop := untrustedOnly
+	if trusted {
+		drop = isUnderscoreForm
+	}
+	found := false
+	for k := range h {
+		if drop(k) {
+			found = true
+			break
 		}
-		if !found {
-			return h, false
-		}
+	}
+	if found {
 		out := make(http.Header, len(h))
 		for k, v := range h {
-			if !isForwardingHeader(k) {
+			if !drop(k) {
 				out[k] = v
 			}
 		}
-		return out, false
+		h = out
+	}
+	if !trusted {
+		return h, false
 	}
 	xff, ok := h["X-Forwarded-For"]
 	if !ok {
 		return h, true
 	}
 	chain := t.believedChain(xff)
-	out := make(http.Header, len(h))
-	for k, v := range h {
-		out[k] = v
+	out := h
+	if !found {
+		out = make(http.Header, len(h))
+		for k, v := range h {
+			out[k] = v
+		}
 	}
 	if chain == "" {
 		delete(out, "X-Forwarded-For")

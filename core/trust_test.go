@@ -58,6 +58,20 @@ func TestBelieve(t *testing.T) {
 		"X-Request-Start":   {"t=1"},
 		"Accept":            {"*/*"},
 	}
+	// Client-address look-alikes (CONTRACT §3): what other proxies write
+	// for the client, and forwarding headers spelt with '_'.
+	lookalikes := http.Header{
+		"X-Real-Ip":         {"6.6.6.6"},
+		"True-Client-Ip":    {"6.6.6.6"},
+		"X-Client-Ip":       {"6.6.6.6"},
+		"x-real-ip":         {"6.6.6.6"},
+		"X_Forwarded_For":   {"6.6.6.6"},
+		"X_Forwarded_Host":  {"evil.example"},
+		"x_forwarded_proto": {"https"},
+		"X_Real_IP":         {"6.6.6.6"},
+		"X-Realm":           {"kept"},
+		"Accept":            {"*/*"},
+	}
 	tests := []struct {
 		name    string
 		trust   TrustedProxies
@@ -81,6 +95,13 @@ func TestBelieve(t *testing.T) {
 		{"IPv6 peer", trust, "[::ffff:127.0.0.1]:80", http.Header{"X-Forwarded-For": {"[2001:db8::1]:443"}}, true, "2001:db8::1", nil, nil},
 		{"nothing to drop: same header", nil, "192.0.2.1:5000", http.Header{"Accept": {"x"}}, false, "", []string{"Accept"}, nil},
 		{"lower-case key dropped", nil, "192.0.2.1:5000", http.Header{"x-forwarded-for": {"6.6.6.6"}}, false, "", nil, []string{"x-forwarded-for"}},
+		{"untrusted peer: client-address headers dropped", trust, "192.0.2.1:5000", lookalikes, false, "", []string{"Accept", "X-Realm"},
+			[]string{"X-Real-Ip", "True-Client-Ip", "X-Client-Ip", "x-real-ip", "X_Forwarded_For", "X_Forwarded_Host", "x_forwarded_proto", "X_Real_IP"}},
+		{"trusted peer: client-address headers kept, underscore forms dropped", trust, "127.0.0.1:5000", lookalikes, true, "",
+			[]string{"Accept", "X-Realm", "X-Real-Ip", "True-Client-Ip", "X-Client-Ip", "x-real-ip"},
+			[]string{"X_Forwarded_For", "X_Forwarded_Host", "x_forwarded_proto", "X_Real_IP"}},
+		{"trusted peer: underscore form dropped beside a believed chain", trust, "10.0.0.2:1",
+			http.Header{"X-Forwarded-For": {"203.0.113.9"}, "X_Forwarded_For": {"6.6.6.6"}}, true, "203.0.113.9", nil, []string{"X_Forwarded_For"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -303,4 +324,50 @@ func TestRecordingTLS(t *testing.T) {
 			t.Errorf("h2 %v: backend saw %q, X-Secret %q; want %s and no X-Secret", h2, got, res.Response.Header.Get("X-Secret"), want)
 		}
 	}
+}
+
+// FuzzBelieve: whatever header a client sends, from a peer that is not
+// trusted no forwarding or client-address header, in any spelling the
+// backend may read as one, is passed on; from a trusted one no underscore
+// form is; every other header is kept, and the caller's header is never
+// modified.
+func FuzzBelieve(f *testing.F) {
+	for _, k := range []string{"X-Forwarded-For", "X_Forwarded_For", "x-real-ip", "True_Client_IP", "X-Client-Ip", "Forwarded", "X-Request-Start", "Accept", "X-Real-Ipv6"} {
+		f.Add(k, "6.6.6.6", false)
+		f.Add(k, "6.6.6.6", true)
+	}
+	var trust TrustedProxies
+	if err := trust.Decode("10.0.0.0/8"); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, k, v string, fromProxy bool) {
+		peer := "192.0.2.1:5000"
+		if fromProxy {
+			peer = "10.0.0.1:5000"
+		}
+		h := http.Header{"Accept": {"*/*"}}
+		h[k] = []string{v}
+		got, trusted := trust.Believe(h, peer)
+		if trusted != fromProxy {
+			t.Fatalf("trusted = %v; want %v", trusted, fromProxy)
+		}
+		if len(h[k]) != 1 || h[k][0] != v {
+			t.Fatalf("Believe modified the caller's header %q", k)
+		}
+		dashed := strings.ToLower(strings.ReplaceAll(k, "_", "-"))
+		lookalike := strings.HasPrefix(dashed, "x-forwarded-") && len(dashed) > len("x-forwarded-") ||
+			dashed == "forwarded" || dashed == "x-request-start" || dashed == "x-real-ip" || dashed == "true-client-ip" || dashed == "x-client-ip"
+		_, kept := got[k]
+		switch {
+		case lookalike && !fromProxy && kept:
+			t.Errorf("untrusted peer: %q passed on", k)
+		case lookalike && strings.Contains(k, "_") && kept:
+			t.Errorf("trusted peer: underscore form %q passed on", k)
+		case !lookalike && !kept:
+			t.Errorf("%q dropped; it is no forwarding header", k)
+		}
+		if _, ok := got["Accept"]; !ok {
+			t.Error("Accept dropped")
+		}
+	})
 }

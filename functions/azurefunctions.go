@@ -27,6 +27,10 @@ func runAzureFunctions(ctx context.Context, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	authEnabled, err := websiteAuthEnabled(os.LookupEnv)
+	if err != nil {
+		return err
+	}
 	s, limit, err := loadSettings(lim.Invocation)
 	if err != nil {
 		return err
@@ -54,6 +58,9 @@ func runAzureFunctions(ctx context.Context, logger *slog.Logger) error {
 		Gateway: gw.handler,
 		Limits:  lim,
 		Logger:  logger,
+		// X-MS-CLIENT-PRINCIPAL* are the platform's only when App
+		// Service Authentication is on.
+		AuthEnabled: authEnabled,
 	}
 	if gw.async != nil {
 		srv.Continuations = gw.async
@@ -72,10 +79,29 @@ func runAzureFunctions(ctx context.Context, logger *slog.Logger) error {
 		slog.String("functionTimeoutSource", lim.Source),
 		slog.Int64("httpLimitMs", lim.HTTP.Milliseconds()),
 		slog.Int64("invocationLimitMs", lim.Invocation.Milliseconds()),
-		slog.Bool("async", bool(s.AsyncModeEnabled)))
+		slog.Bool("async", bool(s.AsyncModeEnabled)),
+		slog.Bool("appServiceAuthentication", authEnabled))
 	var g group
 	addServer(&g, ctx, srv.Run, gw, logger)
 	return g.Run()
+}
+
+// websiteAuthEnabled reads WEBSITE_AUTH_ENABLED, which App Service sets to
+// True when App Service Authentication is on for the app ("Environment
+// variables and app settings in Azure App Service": read-only, injected to
+// indicate whether App Service authentication is enabled). Unset or empty
+// means off; a value that is not a boolean stops the start-up.
+func websiteAuthEnabled(lookup func(string) (string, bool)) (bool, error) {
+	v, _ := lookup("WEBSITE_AUTH_ENABLED")
+	if strings.TrimSpace(v) == "" {
+		return false, nil
+	}
+	on, err := strconv.ParseBool(strings.TrimSpace(v))
+	if err != nil {
+		return false, &core.SettingError{Name: "WEBSITE_AUTH_ENABLED", Value: v,
+			Want: "want True or False, as App Service sets it when App Service Authentication is on or off"}
+	}
+	return on, nil
 }
 
 // checkContinuationQueue makes sure continuations are enqueued where the

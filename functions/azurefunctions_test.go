@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -151,5 +152,43 @@ func TestAzureAppFiles(t *testing.T) {
 	}
 	if !regexp.MustCompile(`-o \$\(AZURE_APP\)/` + azureHandlerBinary + `\b`).Match(mk) {
 		t.Errorf("the Makefile's package-azure does not build $(AZURE_APP)/%s", azureHandlerBinary)
+	}
+}
+
+// TestWebsiteAuthEnabled: WEBSITE_AUTH_ENABLED as App Service writes it
+// (True, False) turns the trust in X-MS-CLIENT-PRINCIPAL* on and off;
+// unset is off; anything else stops the start-up, naming it.
+func TestWebsiteAuthEnabled(t *testing.T) {
+	tests := []struct {
+		v       string
+		set     bool
+		want    bool
+		wantErr bool
+	}{
+		{"", false, false, false},
+		{"True", true, true, false},
+		{"true", true, true, false},
+		{"False", true, false, false},
+		{" ", true, false, false},
+		{"yes", true, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.v, func(t *testing.T) {
+			got, err := websiteAuthEnabled(func(k string) (string, bool) {
+				if k != "WEBSITE_AUTH_ENABLED" {
+					t.Errorf("looked up %s", k)
+				}
+				return tt.v, tt.set
+			})
+			if tt.wantErr {
+				if err == nil || !strings.Contains(err.Error(), `WEBSITE_AUTH_ENABLED="yes"`) {
+					t.Errorf("err = %v; want one naming WEBSITE_AUTH_ENABLED and its value", err)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Errorf("websiteAuthEnabled(%q) = %v, %v; want %v", tt.v, got, err, tt.want)
+			}
+		})
 	}
 }

@@ -121,6 +121,23 @@ func TestEdgeLocal(t *testing.T) {
 			t.Errorf("backend got Via %q; want 1.1 fngateway", h.Get("Via"))
 		}
 	})
+	t.Run("client-address look-alikes dropped", func(t *testing.T) {
+		// Headers other proxies write for the client, and forwarding
+		// headers spelt with '_' (CGI-style backends read X_Forwarded_For
+		// as X-Forwarded-For): a client that is no trusted proxy sends
+		// none of them on. Before, they reached the backend.
+		resp, body, _ := Do(t, "GET", gw.URL+"/hdr", map[string]string{"X-Real-IP": "6.6.6.6", "True-Client-IP": "6.6.6.6",
+			"X-Client-IP": "6.6.6.6", "X_Forwarded_For": "6.6.6.6", "X_Forwarded_Host": "evil.example", "X-Kept": "k"}, "")
+		h := decodeHeaders(t, body)
+		if resp.StatusCode != 200 || h.Get("X-Kept") != "k" {
+			t.Fatalf("%d %s", resp.StatusCode, body)
+		}
+		for _, k := range []string{"X-Real-Ip", "True-Client-Ip", "X-Client-Ip", "X_Forwarded_For", "X_Forwarded_Host"} {
+			if v := h.Values(k); len(v) > 0 {
+				t.Errorf("backend got %s: %q; want it dropped", k, v)
+			}
+		}
+	})
 	t.Run("Connection-named header and Via", func(t *testing.T) {
 		resp, body, _ := Do(t, "GET", gw.URL+"/conn", nil, "")
 		if resp.StatusCode != 200 || string(body) != "ok" || resp.Header.Get("X-Secret") != "" {

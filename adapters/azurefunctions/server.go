@@ -28,6 +28,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"fngateway/adapters/httpapi"
@@ -79,6 +80,12 @@ type Server struct {
 	Continuations Continuer
 	// Limits bound each invocation; zero fields bound nothing.
 	Limits Limits
+	// AuthEnabled says App Service Authentication is on for the app
+	// (WEBSITE_AUTH_ENABLED, read by the caller): only then were the
+	// X-MS-CLIENT-PRINCIPAL* headers set by the platform, and only then is
+	// X-MS-CLIENT-PRINCIPAL-ID the caller's identity. False (the zero
+	// value) removes them from every request, as a client wrote them.
+	AuthEnabled bool
 	// Logger receives start-up lines and one line per continuation. Nil
 	// discards. Wrap its handler with LogHandler to have the host's
 	// invocationId on every line logged with a request's context.
@@ -134,6 +141,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// The invocation headers are the host's, not the client's.
 		r.Header.Del(headerInvocationID)
 		r.Header.Del(headerHostVersion)
+		dropFunctionKeys(r)
+		if !s.AuthEnabled {
+			dropPrincipal(r.Header)
+		}
 		platformPeer(r)
 		ctx := async.WithCaller(r.Context(), principal(r.Header))
 		if s.Limits.HTTP > 0 {
@@ -146,13 +157,57 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // The headers App Service authentication sets on a request it
-// authenticated. The platform's front end removes copies a client sends,
-// so on this host they name a caller the platform verified; the local host
-// never reads them.
+// authenticated. When authentication is on, the platform's front end
+// removes copies a client sends, so they name a caller the platform
+// verified; when it is off nothing does, and the Server removes them
+// (dropPrincipal). The local host never reads them.
 const (
 	headerPrincipalID  = "X-Ms-Client-Principal-Id"
 	headerPrincipalIDP = "X-Ms-Client-Principal-Idp"
+	// principalPrefix starts every one of them: X-MS-CLIENT-PRINCIPAL,
+	// -ID, -NAME, -IDP.
+	principalPrefix = "X-Ms-Client-Principal"
 )
+
+// dropPrincipal removes every X-MS-CLIENT-PRINCIPAL* header from h: with
+// App Service Authentication off they are whatever the client wrote.
+func dropPrincipal(h http.Header) {
+	for k := range h {
+		if len(k) >= len(principalPrefix) && strings.EqualFold(k[:len(principalPrefix)], principalPrefix) {
+			delete(h, k)
+		}
+	}
+}
+
+// The places a caller puts an Azure Functions access key: the
+// x-functions-key header and the code query parameter.
+const (
+	headerFunctionKey = "X-Functions-Key"
+	queryFunctionKey  = "code"
+)
+
+// dropFunctionKeys removes the caller's function key (the x-functions-key
+// header, the code query parameter) from r before anything is forwarded:
+// the host checked it for this app, and a backend holding it could call
+// the app's functions itself. The rest of the query stays as written.
+func dropFunctionKeys(r *http.Request) {
+	for k := range r.Header {
+		if strings.EqualFold(k, headerFunctionKey) {
+			delete(r.Header, k)
+		}
+	}
+	q := core.DropQueryParams(r.URL.RawQuery, queryFunctionKey)
+	if q == r.URL.RawQuery {
+		return
+	}
+	r.URL.RawQuery = q
+	r.URL.ForceQuery = false
+	path, _, _ := strings.Cut(r.RequestURI, "?")
+	r.RequestURI = path
+	if q != "" {
+		r.RequestURI += "?" + q
+	}
+}
 
 // principal returns the caller identity App Service authentication
 // verified, as async.WithCaller takes it ("azure-appservice:<provider>:<id>"),

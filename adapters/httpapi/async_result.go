@@ -137,7 +137,7 @@ func (h *Handler) serveOperation(w http.ResponseWriter, r *http.Request, id stri
 // operation document while the cancel takes effect, or 200 with it when
 // the request had finished already (nothing changes then).
 func (h *Handler) serveCancel(w http.ResponseWriter, r *http.Request, id string) {
-	st, finished, err := h.Async.Cancel(r.Context(), id)
+	st, finished, err := h.Async.Cancel(r.Context(), id, r.Header)
 	if h.statusFailed(w, r, id, err) {
 		return
 	}

@@ -56,3 +56,61 @@ func TestCallerIdentity(t *testing.T) {
 		})
 	}
 }
+
+// TestSignatureRemoved: behind a Function URL with AuthType AWS_IAM
+// (requestContext.authorizer.iam present) the caller's SigV4 headers and
+// query parameters are gone before the HTTP face sees the request — they
+// would let a backend send the signed request to the Function URL again —
+// and every other header and parameter stays as the client wrote it.
+// Without the authorizer (AuthType NONE) an Authorization header is the
+// client's own and is left alone. Before, every one of them went on.
+func TestSignatureRemoved(t *testing.T) {
+	const signed = `{
+  "version": "2.0", "rawPath": "/my/path", "rawQueryString": "a=1&X-Amz-Signature=abc&x-amz-credential=AKIA%2F20260101&b=%2F2",
+  "headers": {"authorization": "AWS4-HMAC-SHA256 Credential=AKIA/20260101/us-east-1/lambda/aws4_request, SignedHeaders=host;x-amz-date, Signature=0123",
+    "x-amz-date": "20260101T000000Z", "x-amz-security-token": "FwoGZXIvYXdzE", "x-amz-content-sha256": "UNSIGNED-PAYLOAD",
+    "x-amz-meta-kept": "k", "accept": "*/*"},
+  "requestContext": {"domainName": "u.lambda-url.us-east-1.on.aws",
+    "authorizer": {"iam": {"accessKey": "AKIA", "accountId": "111122223333", "userArn": "arn:aws:iam::111122223333:user/alice", "userId": "AIDA"}},
+    "http": {"method": "GET", "path": "/my/path", "sourceIp": "198.51.100.7"}}
+}`
+	const open = `{
+  "version": "2.0", "rawPath": "/my/path", "rawQueryString": "X-Amz-Signature=abc",
+  "headers": {"authorization": "Bearer client-own", "x-amz-date": "20260101T000000Z"},
+  "requestContext": {"domainName": "u.lambda-url.us-east-1.on.aws", "http": {"method": "GET", "path": "/my/path", "sourceIp": "198.51.100.7"}}
+}`
+	tests := []struct {
+		name, event        string
+		wantGone, wantKept []string
+		wantQuery, wantURI string
+	}{
+		{"AWS_IAM", signed, []string{"Authorization", "X-Amz-Date", "X-Amz-Security-Token", "X-Amz-Content-Sha256"},
+			[]string{"X-Amz-Meta-Kept", "Accept"}, "a=1&b=%2F2", "/my/path?a=1&b=%2F2"},
+		{"AuthType NONE", open, nil, []string{"Authorization", "X-Amz-Date"}, "X-Amz-Signature=abc", "/my/path?X-Amz-Signature=abc"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got *http.Request
+			h := &Handler{HTTP: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				got = r
+				w.WriteHeader(http.StatusNoContent)
+			})}
+			if _, err := h.Invoke(context.Background(), []byte(tt.event)); err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range tt.wantGone {
+				if v, ok := got.Header[k]; ok {
+					t.Errorf("%s = %q reached the HTTP face; want it removed", k, v)
+				}
+			}
+			for _, k := range tt.wantKept {
+				if _, ok := got.Header[k]; !ok {
+					t.Errorf("%s removed; want it kept", k)
+				}
+			}
+			if got.URL.RawQuery != tt.wantQuery || got.RequestURI != tt.wantURI {
+				t.Errorf("query %q, RequestURI %q; want %q, %q", got.URL.RawQuery, got.RequestURI, tt.wantQuery, tt.wantURI)
+			}
+		})
+	}
+}

@@ -45,9 +45,10 @@ type httpEvent struct {
 		} `json:"http"`
 		// Authorizer is set by Lambda itself for a Function URL with
 		// AuthType AWS_IAM (and by API Gateway for IAM authorization):
-		// the caller whose SigV4 signature it verified.
+		// the caller whose SigV4 signature it verified. IAM is nil when
+		// the event carries none.
 		Authorizer struct {
-			IAM struct {
+			IAM *struct {
 				UserArn string `json:"userArn"`
 			} `json:"iam"`
 		} `json:"authorizer"`
@@ -59,10 +60,16 @@ type httpEvent struct {
 // carries none. It comes from the event, which only Lambda writes, never
 // from a header a client could send.
 func (e *httpEvent) callerIdentity() string {
-	if arn := e.RequestContext.Authorizer.IAM.UserArn; arn != "" {
-		return "aws-iam:" + arn
+	if iam := e.RequestContext.Authorizer.IAM; iam != nil && iam.UserArn != "" {
+		return "aws-iam:" + iam.UserArn
 	}
 	return ""
+}
+
+// iamSigned reports whether the platform verified the request's SigV4
+// signature (requestContext.authorizer.iam is present).
+func (e *httpEvent) iamSigned() bool {
+	return e.RequestContext.Authorizer.IAM != nil
 }
 
 // ErrBadEvent is wrapped by the error for an HTTP event whose fields cannot
@@ -101,6 +108,17 @@ func newRequest(ctx context.Context, event []byte) (*http.Request, error) {
 	if err != nil || !strings.HasPrefix(target, "/") {
 		return nil, fmt.Errorf("%w: rawPath %q with rawQueryString %q is not a request target", ErrBadEvent, e.RawPath, e.RawQueryString)
 	}
+	if e.iamSigned() {
+		// A signature in the query string (a presigned Function URL) is
+		// the caller's credential too: see dropSignature.
+		if q := core.DropQueryParams(u.RawQuery, core.SigV4QueryParams...); q != u.RawQuery {
+			u.RawQuery = q
+			target, _, _ = strings.Cut(target, "?")
+			if q != "" {
+				target += "?" + q
+			}
+		}
+	}
 	if e.RequestContext.TimeEpoch > 0 {
 		ctx = core.WithPlatformArrival(ctx, time.UnixMilli(e.RequestContext.TimeEpoch))
 	}
@@ -132,6 +150,9 @@ func newRequest(ctx context.Context, event []byte) (*http.Request, error) {
 	}
 	if len(e.Cookies) > 0 {
 		r.Header["Cookie"] = []string{strings.Join(e.Cookies, "; ")}
+	}
+	if e.iamSigned() {
+		dropSignature(r.Header)
 	}
 	dropPlatformHop(r.Header, r.RemoteAddr)
 	r.Host = r.Header.Get("Host")
@@ -187,6 +208,19 @@ func pathByte(c byte) bool {
 		return true
 	}
 	return strings.IndexByte("-._~!$&'()*+,;=:@/%", c) >= 0
+}
+
+// dropSignature removes the caller's SigV4 headers (core.SigV4Headers)
+// from a request whose signature Lambda verified (AuthType AWS_IAM), before
+// anything else sees it: they sign the caller's request to the Function
+// URL, which anyone holding them could send again within the signature's
+// window, so no backend, record or log may have them; and Authorization,
+// the default IdempotencyScopeHeaders, differs on every signed request.
+// Who the caller is comes from the event instead (callerIdentity).
+func dropSignature(h http.Header) {
+	for _, k := range core.SigV4Headers {
+		delete(h, k)
+	}
 }
 
 // dropPlatformHop removes from X-Forwarded-For the entry the platform

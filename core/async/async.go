@@ -347,7 +347,8 @@ func (a *Async) submit(ctx context.Context, req *core.Request, profile *core.Pro
 	}
 	// 2. The record.
 	rec := &asyncRecord{V: recordVersion, ID: id, State: StateQueued, Profile: profileID, Topic: topic,
-		Container: container, Arrival: arrival.UTC(), Expiry: expiry.UTC(), Request: snap}
+		Container: container, Arrival: arrival.UTC(), Expiry: expiry.UTC(), Request: snap,
+		Submitter: a.idempotency().submitter(ctx, req.Header)}
 	var owner string
 	lease := a.leaseLen()
 	if inflight {

@@ -53,14 +53,22 @@ var errNotCancelled = errors.New("not cancelled")
 // ErrNotFound for an unknown id, *Error with ReasonExpired or
 // ReasonCorruptRecord.
 //
+// Cancel belongs to the submitter (CONTRACT §6): a request scoped to a
+// caller is cancelled only by the same caller — the verified identity in
+// ctx (WithCaller), else the scope headers in h, the DELETE's headers — and
+// is ErrNotFound to anyone else, as an unknown id is, whatever its state.
+//
 // A pending request becomes cancelling: its holder, if any, is told (at
 // once on this instance, at its next lease renewal on another) and writes
 // the cancellation; a request nobody holds (queued, checkpointed, or its
 // holder dead) is settled here. The view may still be pending: the
 // cancellation takes effect shortly.
-func (a *Async) Cancel(ctx context.Context, id string) (v *StatusView, finished bool, err error) {
+func (a *Async) Cancel(ctx context.Context, id string, h http.Header) (v *StatusView, finished bool, err error) {
 	if !validAsyncID(id) {
 		return nil, false, fmt.Errorf("async cancel: malformed id: %w", ErrNotFound)
+	}
+	if rec, err := a.records().load(ctx, id); err == nil && rec.Submitter != "" && rec.Submitter != a.idempotency().callerScope(ctx, h) {
+		return nil, false, fmt.Errorf("async cancel %s: another caller's request: %w", id, ErrNotFound)
 	}
 	// Status first: it answers unknown, expired and corrupt requests.
 	v, err = a.Status(ctx, id)

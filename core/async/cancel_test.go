@@ -108,7 +108,7 @@ func TestAsyncCancel(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			e := newAsyncEnv(t, asyncOK)
 			acc := e.submit(t, asyncRequest())
-			v, finished, err := e.a.Cancel(context.Background(), acc.ID)
+			v, finished, err := e.a.Cancel(context.Background(), acc.ID, nil)
 			if err != nil || finished {
 				t.Fatalf("Cancel = %v, %v; want pending before", finished, err)
 			}
@@ -132,7 +132,7 @@ func TestAsyncCancel(t *testing.T) {
 			go func() { done <- e.a.Process(context.Background(), msg) }()
 			synctest.Wait() // the attempt waits at the backend
 			start := time.Now()
-			v, finished, err := e.a.Cancel(context.Background(), acc.ID)
+			v, finished, err := e.a.Cancel(context.Background(), acc.ID, nil)
 			if err != nil || finished {
 				t.Fatalf("Cancel = %v, %v", finished, err)
 			}
@@ -167,7 +167,7 @@ func TestAsyncCancel(t *testing.T) {
 			go func() { done <- e.a.Process(context.Background(), msg) }()
 			synctest.Wait()
 			start := time.Now()
-			if _, _, err := other.Cancel(context.Background(), acc.ID); err != nil {
+			if _, _, err := other.Cancel(context.Background(), acc.ID, nil); err != nil {
 				t.Fatal(err)
 			}
 			if err := <-done; err != nil {
@@ -193,7 +193,7 @@ func TestAsyncCancel(t *testing.T) {
 			if rec := e.store.record(t, acc.ID); rec.Checkpoints != 1 {
 				t.Fatalf("checkpoints = %d; want 1", rec.Checkpoints)
 			}
-			if _, _, err := e.a.Cancel(context.Background(), acc.ID); err != nil {
+			if _, _, err := e.a.Cancel(context.Background(), acc.ID, nil); err != nil {
 				t.Fatal(err)
 			}
 			e.drain(t)
@@ -212,7 +212,7 @@ func TestAsyncCancel(t *testing.T) {
 				t.Fatalf("Run = %v, %v; want a 202", acc, err)
 			}
 			synctest.Wait()
-			if _, _, err := e.a.Cancel(context.Background(), acc.ID); err != nil {
+			if _, _, err := e.a.Cancel(context.Background(), acc.ID, nil); err != nil {
 				t.Fatal(err)
 			}
 			synctest.Wait()
@@ -244,7 +244,7 @@ func TestAsyncCancel(t *testing.T) {
 				t.Fatalf("cancel listeners for %s when Run returns = %d; want 1", acc.ID, listening)
 			}
 			start := time.Now()
-			if _, _, err := e.a.Cancel(context.Background(), acc.ID); err != nil {
+			if _, _, err := e.a.Cancel(context.Background(), acc.ID, nil); err != nil {
 				t.Fatal(err)
 			}
 			synctest.Wait()
@@ -261,7 +261,7 @@ func TestAsyncCancel(t *testing.T) {
 			acc := e.submit(t, asyncRequest())
 			e.drain(t)
 			before := e.store.record(t, acc.ID)
-			v, finished, err := e.a.Cancel(context.Background(), acc.ID)
+			v, finished, err := e.a.Cancel(context.Background(), acc.ID, nil)
 			if err != nil || !finished {
 				t.Fatalf("Cancel = %v, %v; want finished", finished, err)
 			}
@@ -286,7 +286,7 @@ func TestAsyncCancel(t *testing.T) {
 	t.Run("unknown and malformed ids", func(t *testing.T) {
 		e := newAsyncEnv(t, asyncOK)
 		for _, id := range []string{newAsyncID(), "../x", ""} {
-			if _, _, err := e.a.Cancel(context.Background(), id); !errors.Is(err, ErrNotFound) {
+			if _, _, err := e.a.Cancel(context.Background(), id, nil); !errors.Is(err, ErrNotFound) {
 				t.Errorf("Cancel(%q) = %v; want ErrNotFound", id, err)
 			}
 		}
@@ -305,7 +305,7 @@ func TestAsyncCancelRace(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { done <- e.a.Process(context.Background(), msg) }()
 			time.Sleep(at)
-			if _, _, err := e.a.Cancel(context.Background(), acc.ID); err != nil {
+			if _, _, err := e.a.Cancel(context.Background(), acc.ID, nil); err != nil {
 				t.Fatal(err)
 			}
 			if err := <-done; err != nil {

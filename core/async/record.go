@@ -198,6 +198,10 @@ type asyncRecord struct {
 	// CancelRequested when the client asked to cancel (zero: never).
 	Changed         time.Time `json:"changed,omitzero"`
 	CancelRequested time.Time `json:"cancelRequested,omitzero"`
+	// Submitter is the digest of the caller the request was scoped to
+	// (Async.submitter: 64 lowercase hex digits, never the credential),
+	// the only caller that may cancel it; "" when it was scoped to none.
+	Submitter string `json:"submitter,omitempty"`
 }
 
 // Encode returns r's wire form. It fails only for a record decodeAsyncRecord
@@ -256,6 +260,9 @@ func (r *asyncRecord) validate() error {
 	case len(r.Request.Path) == 0 || r.Request.Path[0] != '/':
 		return bad("path must start with /")
 	}
+	if r.Submitter != "" && !validDigest(r.Submitter) {
+		return bad("malformed submitter")
+	}
 	if c := r.Claim; c != nil && (!validAsyncID(c.Owner) || !storableTime(c.Until)) {
 		return bad("malformed claim")
 	}
@@ -280,6 +287,11 @@ func newAsyncID() string {
 	var b [16]byte
 	rand.Read(b[:]) // never fails (crypto/rand, Go ≥ 1.24)
 	return hex.EncodeToString(b[:])
+}
+
+// validDigest reports whether s is a SHA-256 digest in lowercase hex.
+func validDigest(s string) bool {
+	return len(s) == 64 && validAsyncID(s[:32]) && validAsyncID(s[32:])
 }
 
 // validAsyncID reports whether s is an id as newAsyncID makes them: 32

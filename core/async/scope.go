@@ -15,12 +15,13 @@ import (
 )
 
 // An Idempotency-Key is scoped to its caller (CONTRACT §3): the index entry
-// of a key is named by the profile, the key and a digest of the caller's
-// credential — the values of the request headers named by
-// IdempotencyScopeHeaders (Async.ScopeHeaders) and the caller identity the
-// host's platform verified (WithCaller). The same key and request from
-// another caller is another request; nothing of the credential is stored
-// in clear.
+// of a key is named by the profile, the key and a digest of the caller —
+// the caller identity the host's platform verified (WithCaller) when there
+// is one, otherwise the values of the request headers named by
+// IdempotencyScopeHeaders (Async.ScopeHeaders). The same key and request
+// from another caller is another request; nothing of the credential is
+// stored in clear. The same digest, kept in the record, says who may
+// cancel the request (CONTRACT §6).
 
 // DefaultIdempotencyScopeHeaders are the headers that scope an
 // Idempotency-Key when Async.ScopeHeaders is nil (IdempotencyScopeHeaders'
@@ -68,13 +69,19 @@ func (a *Async) idempotency() idempotency {
 	return idempotency{records: a.records(), scope: scope, retryAfter: a.retryAfter()}
 }
 
-// callerScope returns the SHA-256, in hex, of the caller's credential: the
-// values of the scope headers in h, in the order the headers are named,
-// and the verified caller identity in ctx. Each part is length-prefixed,
-// so no two different credentials write the same bytes; an absent header
-// and an identity the platform did not give count as empty.
+// callerScope returns the SHA-256, in hex, of who the caller is: the
+// identity the platform verified (WithCaller) when there is one — the
+// caller then is that identity, whatever headers it sends, so a signature
+// or a token refreshed between two requests changes nothing — and
+// otherwise the values of the scope headers in h, in the order the
+// headers are named. Each part is length-prefixed, so no two different
+// credentials write the same bytes; an absent header counts as empty.
 func (ix idempotency) callerScope(ctx context.Context, h http.Header) string {
 	d := sha256.New()
+	if c := CallerOf(ctx); c != "" {
+		fmt.Fprintf(d, "c%d:%s\n", len(c), c)
+		return hex.EncodeToString(d.Sum(nil))
+	}
 	for _, name := range ix.scope {
 		vals := h.Values(name)
 		fmt.Fprintf(d, "h%d:%s;%d\n", len(name), http.CanonicalHeaderKey(name), len(vals))
@@ -82,9 +89,32 @@ func (ix idempotency) callerScope(ctx context.Context, h http.Header) string {
 			fmt.Fprintf(d, "%d:%s\n", len(v), v)
 		}
 	}
-	c := CallerOf(ctx)
-	fmt.Fprintf(d, "c%d:%s\n", len(c), c)
+	d.Write([]byte("c0:\n")) // no verified identity
 	return hex.EncodeToString(d.Sum(nil))
+}
+
+// submitter returns the callerScope a request's record keeps, so that
+// only the same caller may cancel it (CONTRACT §6), or "" when the request
+// was scoped to no caller: no verified identity and none of the scope
+// headers set. Only the digest is kept, never the credential.
+func (ix idempotency) submitter(ctx context.Context, h http.Header) string {
+	if CallerOf(ctx) == "" && !ix.anyScopeHeader(h) {
+		return ""
+	}
+	return ix.callerScope(ctx, h)
+}
+
+// anyScopeHeader reports whether h sets one of the scope headers to a
+// value that is not empty.
+func (ix idempotency) anyScopeHeader(h http.Header) bool {
+	for _, name := range ix.scope {
+		for _, v := range h.Values(name) {
+			if v != "" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // key is the index key of req's client-given Idempotency-Key within
