@@ -240,3 +240,38 @@ func TestCheckAzureNoToken(t *testing.T) {
 		t.Errorf("probes were sent without a token: %s", out.String())
 	}
 }
+
+// FuzzCheckCredentials: whatever --entra-scope and --function-key say, the
+// flags are either refused (exit 2, naming the flag) or give a scope that
+// ends in /.default and a key that can be sent as one header value.
+func FuzzCheckCredentials(f *testing.F) {
+	f.Add("api://11111111-2222-3333-4444-555555555555/.default", "k3y==")
+	f.Add("/.default", "")
+	f.Add("api://x /.default", "a\r\nb")
+	f.Add("", "key")
+	f.Fuzz(func(t *testing.T, scope, key string) {
+		args := []string{"https://gw.example"}
+		if scope != "" {
+			args = append(args, "--entra-scope", scope)
+		}
+		if key != "" {
+			args = append(args, "--function-key", key)
+		}
+		c, code, err := parseCheckArgs(args, io.Discard)
+		if err != nil {
+			if code != 2 || !(strings.Contains(err.Error(), "--entra-scope") || strings.Contains(err.Error(), "--function-key")) {
+				t.Fatalf("parseCheckArgs(%q) = %d, %v; want exit 2 naming the flag", args, code, err)
+			}
+			return
+		}
+		if c.entraScope != "" && (!strings.HasSuffix(c.entraScope, "/.default") || strings.ContainsAny(c.entraScope, " \t\r\n") || c.entraScope == "/.default") {
+			t.Fatalf("scope %q accepted", c.entraScope)
+		}
+		if c.functionKey != "" && !checkHeaderValue(c.functionKey) {
+			t.Fatalf("key %q accepted", c.functionKey)
+		}
+		if (scope != "") != (c.entraScope != "") || (key != "") != (c.functionKey != "") {
+			t.Fatalf("flags %q %q became scope %q key %q", scope, key, c.entraScope, c.functionKey)
+		}
+	})
+}
