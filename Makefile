@@ -58,13 +58,19 @@ build:
 
 ## package-azure: the Azure Functions app as a zip that deploys as is: host.json at the root, one folder per
 ## function, and the custom handler built for linux/amd64 as `handler` (host.json's defaultExecutablePath).
-AZURE_APP := dist/azure-functionapp
+## AZURE_AUTH_LEVEL: the HTTP function's authLevel, `function` (a key on every request) unless the Azure module's
+## authentication is none (its package_auth_level output). AZURE_DIST: another output folder (the tests').
+AZURE_DIST ?= dist
+AZURE_AUTH_LEVEL ?= function
+AZURE_APP = $(AZURE_DIST)/azure-functionapp
 package-azure:
+	@case "$(AZURE_AUTH_LEVEL)" in function|anonymous) ;; *) echo "package-azure: AZURE_AUTH_LEVEL=$(AZURE_AUTH_LEVEL): want function or anonymous (the Azure module's package_auth_level output)"; exit 1;; esac
 	rm -rf $(AZURE_APP) $(AZURE_APP).zip
 	mkdir -p $(AZURE_APP)/gateway $(AZURE_APP)/continuation
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -tags lambda.norpc -trimpath -ldflags='-s -w' -o $(AZURE_APP)/handler ./functions
 	cp functions/host.json $(AZURE_APP)/
-	cp functions/gateway/function.json $(AZURE_APP)/gateway/
+	sed 's/"authLevel": "function"/"authLevel": "$(AZURE_AUTH_LEVEL)"/' functions/gateway/function.json > $(AZURE_APP)/gateway/function.json
+	grep -q '"authLevel": "$(AZURE_AUTH_LEVEL)"' $(AZURE_APP)/gateway/function.json
 	cp functions/continuation/function.json $(AZURE_APP)/continuation/
 	cd $(AZURE_APP) && zip -q -X -r ../azure-functionapp.zip host.json handler gateway continuation
 	@ls -l $(AZURE_APP).zip

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/config"
 
@@ -54,6 +56,15 @@ examples:
   functions check https://<app>.azurewebsites.net
   functions check --slow-path /delay/10 --ttl 2 --async --profile u1 https://<app>.azurewebsites.net
   functions check --aws-sigv4 --region eu-west-1 https://<id>.lambda-url.eu-west-1.on.aws/
+  functions check --function-key "$KEY" https://<app>.azurewebsites.net
+  functions check --entra-scope api://<client-id>/.default --function-key "$KEY" https://<app>.azurewebsites.net
+
+Credentials go only to the gateway's own host, never to a 303's data URL:
+--aws-sigv4 signs for an AWS_IAM Function URL; --entra-scope sends
+Authorization: Bearer with a token from the Azure SDK's default credential
+chain (environment, workload identity, managed identity, Azure CLI, Azure
+Developer CLI) for App Service Authentication; --function-key sends
+x-functions-key for an HTTP function whose authLevel is function.
 
 flags:
 `
@@ -75,6 +86,12 @@ type checkConfig struct {
 	timeout   time.Duration
 	sigv4     bool
 	region    string
+	// entraScope, when set, is the scope of the bearer token sent to the
+	// gateway (App Service Authentication): api://<client-id>/.default.
+	entraScope string
+	// functionKey, when set, is sent as x-functions-key (Azure Functions
+	// authLevel function).
+	functionKey string
 }
 
 // headerFlags collects repeated --header "Name: value" flags.
@@ -111,6 +128,8 @@ func parseCheckArgs(args []string, stdout io.Writer) (*checkConfig, int, error) 
 		timeout   = fs.Duration("timeout", 30*time.Second, "the longest wait for one answer (the TTL probe waits at least --ttl + --tolerance)")
 		sigv4     = fs.Bool("aws-sigv4", false, "sign requests with AWS SigV4 for service lambda (a Function URL with AuthType AWS_IAM), with the AWS SDK's default credentials")
 		region    = fs.String("region", "", "the AWS region for --aws-sigv4 (default the SDK's: AWS_REGION, the profile's region)")
+		scope     = fs.String("entra-scope", "", "send Authorization: Bearer with an Entra ID token for this scope, api://<client-id>/.default (Azure App Service Authentication), from the Azure SDK's default credentials")
+		key       = fs.String("function-key", "", "send this Azure Functions key as x-functions-key (an HTTP function with authLevel function)")
 	)
 	fs.Var(hdr, "header", `a header sent with every request, "Name: value" (repeatable)`)
 	var rest []string
@@ -139,7 +158,10 @@ func parseCheckArgs(args []string, stdout io.Writer) (*checkConfig, int, error) 
 	}
 	c := &checkConfig{base: base, method: strings.ToUpper(strings.TrimSpace(*method)), headers: hdr.h,
 		tolerance: *tolerance, async: *async, profile: strings.TrimSpace(*profile), wait: *wait, timeout: *timeout,
-		sigv4: *sigv4, region: strings.TrimSpace(*region)}
+		sigv4: *sigv4, region: strings.TrimSpace(*region), entraScope: strings.TrimSpace(*scope), functionKey: strings.TrimSpace(*key)}
+	if err := c.checkCredentials(*scope, *key); err != nil {
+		return nil, 2, err
+	}
 	if !core.IsToken(c.method) {
 		return nil, 2, fmt.Errorf("--method %q: want an HTTP method such as GET or POST", *method)
 	}
@@ -190,9 +212,15 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	ch := &checker{cfg: c, client: &http.Client{
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}}
-	if c.sigv4 {
+	switch {
+	case c.sigv4:
 		if ch.sign, err = sigv4Signer(ctx, c.region); err != nil {
 			fmt.Fprintf(stderr, "check: --aws-sigv4: %v\n", err)
+			return 2
+		}
+	case c.entraScope != "" || c.functionKey != "":
+		if ch.sign, err = azureAuthorizer(ctx, c.entraScope, c.functionKey); err != nil {
+			fmt.Fprintf(stderr, "check: --entra-scope %s: %v\n", c.entraScope, err)
 			return 2
 		}
 	}
@@ -249,11 +277,72 @@ func sigv4Signer(ctx context.Context, region string) (func(context.Context, *htt
 	}, nil
 }
 
+// checkCredentials refuses credential flags that cannot go together or
+// cannot be what the gateway's front door wants. scope and key are the
+// flags as given, for the messages.
+func (c *checkConfig) checkCredentials(scope, key string) error {
+	if c.sigv4 && (c.entraScope != "" || c.functionKey != "") {
+		return errors.New("--aws-sigv4 signs for an AWS Function URL; --entra-scope and --function-key are Azure's: give one or the other")
+	}
+	if scope != "" {
+		if c.entraScope == "" || strings.ContainsAny(c.entraScope, " \t\r\n") || !strings.HasSuffix(c.entraScope, "/.default") || len(c.entraScope) == len("/.default") {
+			return fmt.Errorf("--entra-scope %q: want the app registration's scope, such as api://<client-id>/.default", scope)
+		}
+	}
+	if key != "" && (c.functionKey == "" || !checkHeaderValue(c.functionKey)) {
+		return errors.New("--function-key: want the key itself (printable characters, no spaces), as az functionapp keys list prints it")
+	}
+	return nil
+}
+
+// checkHeaderValue reports whether s can be sent as one header value:
+// visible ASCII only.
+func checkHeaderValue(s string) bool {
+	for _, c := range s {
+		if c <= ' ' || c >= 0x7f {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// azureAuthorizer returns a function that adds the Azure front door's
+// credentials to a request: a bearer token for scope (App Service
+// Authentication with Entra ID) from the Azure SDK's default credential
+// chain, and the function key as x-functions-key. Either may be empty. A
+// token is fetched once here, so that a missing credential stops the check
+// before any probe, and again as it nears expiry (the SDK caches it).
+func azureAuthorizer(ctx context.Context, scope, key string) (func(context.Context, *http.Request, []byte) error, error) {
+	var cred *azidentity.DefaultAzureCredential
+	if scope != "" {
+		var err error
+		if cred, err = azidentity.NewDefaultAzureCredential(nil); err != nil {
+			return nil, fmt.Errorf("load Azure credentials: %w", err)
+		}
+		if _, err := cred.GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{scope}}); err != nil {
+			return nil, fmt.Errorf("no token: %w", err)
+		}
+	}
+	return func(ctx context.Context, req *http.Request, _ []byte) error {
+		if cred != nil {
+			tok, err := cred.GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{scope}})
+			if err != nil {
+				return fmt.Errorf("get an Entra ID token for %s: %w", scope, err)
+			}
+			req.Header.Set("Authorization", "Bearer "+tok.Token)
+		}
+		if key != "" {
+			req.Header.Set("x-functions-key", key)
+		}
+		return nil
+	}, nil
+}
+
 // checker sends the probes.
 type checker struct {
 	cfg    *checkConfig
 	client *http.Client
-	sign   func(context.Context, *http.Request, []byte) error // nil: unsigned
+	sign   func(context.Context, *http.Request, []byte) error // nil: unsigned; adds the gateway's credentials
 }
 
 // checkResult is one line of the report.
@@ -349,7 +438,7 @@ func (ch *checker) passThrough(ctx context.Context) checkResult {
 	case err != nil:
 		r.detail = fmt.Sprintf("%s: %v", what, err)
 	case checkAttempts(a) < 0:
-		r.detail = fmt.Sprintf("%s → %s: not answered by the gateway (every answer of the gateway carries x-Attempts)%s", what, checkDescribe(a), sigv4Hint(a, ch.sign != nil))
+		r.detail = fmt.Sprintf("%s → %s: not answered by the gateway (every answer of the gateway carries x-Attempts)%s", what, checkDescribe(a), ch.authHint(a))
 	case a.header.Get("x-Gateway-Error") != "":
 		r.detail = fmt.Sprintf("%s → %s: a gateway error, the backend was not reached", what, checkDescribe(a))
 	case checkAttempts(a) < 1:
@@ -362,14 +451,25 @@ func (ch *checker) passThrough(ctx context.Context) checkResult {
 	return r
 }
 
-// sigv4Hint suggests --aws-sigv4 for a 403 without x-Attempts, which is
-// how an AWS_IAM Function URL refuses an unsigned request.
-func sigv4Hint(a checkAnswer, signed bool) string {
+// authHint says what a refusal of the front door wants: a 403 without
+// x-Attempts is how an AWS_IAM Function URL refuses a request, a 401 how
+// App Service Authentication (Return401) or the Functions host (authLevel
+// function, no valid key) does.
+func (ch *checker) authHint(a checkAnswer) string {
+	c := ch.cfg
 	switch {
-	case a.status == http.StatusForbidden && !signed:
+	case a.status == http.StatusForbidden && !c.sigv4:
 		return "; an AWS_IAM Function URL wants --aws-sigv4"
 	case a.status == http.StatusForbidden:
 		return "; the signature was refused: check the AWS credentials, --region and the caller's lambda:InvokeFunctionUrl permission"
+	case a.status == http.StatusUnauthorized && c.entraScope == "" && c.functionKey == "":
+		return "; the Azure gateway wants a credential: --entra-scope api://<client-id>/.default (authentication = entra) and --function-key (the package's authLevel function)"
+	case a.status == http.StatusUnauthorized && a.header.Get("WWW-Authenticate") != "" && c.entraScope == "":
+		return "; App Service Authentication wants a token: --entra-scope api://<client-id>/.default"
+	case a.status == http.StatusUnauthorized && c.functionKey == "":
+		return "; the token was refused or a function key is wanted: check --entra-scope is the module's entra_client_id, and give --function-key"
+	case a.status == http.StatusUnauthorized:
+		return "; refused: check the function key (az functionapp keys list) and, with --entra-scope, that the token's audience is the module's entra_client_id"
 	}
 	return ""
 }

@@ -97,6 +97,8 @@ var (
 	// Makefile rules: "name:" at the start of a line (not ":=").
 	makeRule = regexp.MustCompile(`(?m)^([A-Za-z0-9_.-]+(?:\s+[A-Za-z0-9_.-]+)*)\s*:([^=]|$)`)
 	makeVar  = regexp.MustCompile(`(?m)^([A-Za-z0-9_]+)\s*(?:\?=|:=|=)`)
+	// A variable's default: "NAME ?= value" (or := / =) with a plain value.
+	makeDefault = regexp.MustCompile(`(?m)^([A-Za-z0-9_]+)\s*(?:\?=|:=|=)[ \t]*([^$\s#]+)[ \t]*$`)
 )
 
 // checkGuide checks a guide's shell blocks against the Makefile and the
@@ -113,6 +115,12 @@ func checkGuide(doc, makefile string) ([]string, int) {
 	makeVars := map[string]bool{}
 	for _, m := range makeVar.FindAllStringSubmatch(makefile, -1) {
 		makeVars[m[1]] = true
+	}
+	// What the rules build with the variables' defaults: $(AZURE_DIST) is
+	// dist unless the command line says otherwise.
+	builds := makefile
+	for _, m := range makeDefault.FindAllStringSubmatch(makefile, -1) {
+		builds = strings.ReplaceAll(builds, "$("+m[1]+")", strings.TrimSpace(m[2]))
 	}
 	var problems []string
 	checked := 0
@@ -159,7 +167,7 @@ func checkGuide(doc, makefile string) ([]string, int) {
 			}
 			if i := indexWord(words, "--src"); i >= 0 && i+1 < len(words) {
 				checked++
-				if got := filepath.Clean(filepath.Join(cwd, words[i+1])); !strings.HasPrefix(got, "dist/") || !strings.Contains(makefile, strings.TrimSuffix(got, ".zip")) {
+				if got := filepath.Clean(filepath.Join(cwd, words[i+1])); !strings.HasPrefix(got, "dist/") || !strings.Contains(builds, strings.TrimSuffix(got, ".zip")) {
 					problems = append(problems, fmt.Sprintf("%s: --src is %s, not a zip the Makefile builds under dist/", where, got))
 				}
 			}

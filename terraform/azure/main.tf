@@ -100,6 +100,20 @@ locals {
   }
 }
 
+# The tenant Terraform signs in to: the default issuer of the tokens App
+# Service Authentication accepts (authentication = entra).
+data "azurerm_client_config" "current" {}
+
+locals {
+  entra_tenant_id            = var.entra_tenant_id != null ? var.entra_tenant_id : data.azurerm_client_config.current.tenant_id
+  entra_tenant_auth_endpoint = "https://login.microsoftonline.com/${local.entra_tenant_id}/v2.0"
+
+  # The HTTP function's authLevel the package must be built with, for the
+  # module's authentication: make package-azure AZURE_AUTH_LEVEL=<this>.
+  # functions/gateway/function.json ships function.
+  package_auth_level = var.authentication == "none" ? "anonymous" : "function"
+}
+
 resource "azurerm_storage_account" "gateway" {
   name                     = local.storage_account_name
   resource_group_name      = var.resource_group_name
@@ -220,6 +234,46 @@ resource "azurerm_function_app_flex_consumption" "gateway" {
   }
 
   app_settings = local.app_settings
+
+  # App Service Authentication (authentication = entra): every request
+  # without a valid Entra ID token for entra_client_id is answered 401 before
+  # the Functions host sees it; the platform then sets WEBSITE_AUTH_ENABLED,
+  # by which the gateway trusts the X-MS-CLIENT-PRINCIPAL* headers it adds.
+  # The arguments: the provider's documentation of
+  # azurerm_function_app_flex_consumption (auth_settings_v2,
+  # active_directory_v2, login); the behaviour: "Authentication and
+  # authorization in Azure App Service and Azure Functions" and "Configure
+  # your App Service or Azure Functions app to use Microsoft Entra sign-in".
+  # The function key stays wanted behind it (the package's authLevel is
+  # function): Flex Consumption's own page ("Azure Functions Flex Consumption
+  # plan hosting", Considerations) said during its preview that "EasyAuth is
+  # currently not supported" and that "Unauthenticated callers currently
+  # aren't blocked when EasyAuth is enabled", so the key is the door this
+  # module can be sure of on every plan; docs/security.md.
+  dynamic "auth_settings_v2" {
+    for_each = var.authentication == "entra" ? [var.entra_client_id] : []
+    content {
+      auth_enabled           = true
+      require_authentication = true
+      unauthenticated_action = "Return401"
+      require_https          = true
+
+      active_directory_v2 {
+        client_id            = auth_settings_v2.value
+        tenant_auth_endpoint = local.entra_tenant_auth_endpoint
+        # The client ID is always an allowed audience (v2.0 tokens); the App
+        # ID URI is the audience of v1.0 tokens asked for with --resource.
+        allowed_audiences = ["api://${auth_settings_v2.value}"]
+        # null, not []: an empty allow-list would admit no application.
+        allowed_applications = length(var.entra_allowed_applications) > 0 ? var.entra_allowed_applications : null
+      }
+
+      # No sign-in pages and no token store: callers bring their own tokens.
+      login {
+        token_store_enabled = false
+      }
+    }
+  }
 
   tags = var.tags
 

@@ -3,6 +3,21 @@ output "invoke_url" {
   value       = "https://${azurerm_function_app_flex_consumption.gateway.default_hostname}/"
 }
 
+output "authentication" {
+  description = "What stands in front of the gateway: function_keys, entra (and the key) or none."
+  value       = var.authentication
+}
+
+output "package_auth_level" {
+  description = "The HTTP function's authLevel the package must be built with: make package-azure AZURE_AUTH_LEVEL=<this> (function unless authentication = none)."
+  value       = local.package_auth_level
+}
+
+output "entra_scope" {
+  description = "With authentication = entra: the scope callers ask their tokens for (functions check --entra-scope); null otherwise."
+  value       = var.authentication == "entra" ? "api://${var.entra_client_id}/.default" : null
+}
+
 output "function_app_name" {
   description = "The function app's name (for az functionapp deployment source config-zip / func azure functionapp publish)."
   value       = azurerm_function_app_flex_consumption.gateway.name

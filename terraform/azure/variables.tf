@@ -107,6 +107,68 @@ variable "notification_topics" {
   }
 }
 
+# The front door: what stands between the internet and the gateway (whose
+# managed identity signs the routes with auth). docs/security.md, "The front
+# door of each cloud".
+
+variable "authentication" {
+  description = "What stands in front of the gateway. function_keys (default): the Functions host answers 401 to a request without a key of the app (x-functions-key header or code query parameter), as the package's authLevel function says. entra: App Service Authentication with Microsoft Entra ID answers 401 to a request without a valid token for entra_client_id, and the key is still wanted. none: nothing; anyone on the internet can call the gateway, and the package must be built with make package-azure AZURE_AUTH_LEVEL=anonymous (the package_auth_level output)."
+  type        = string
+  default     = "function_keys"
+  nullable    = false
+
+  validation {
+    condition     = contains(["function_keys", "entra", "none"], var.authentication)
+    error_message = "The authentication value must be function_keys, entra or none (none leaves the gateway open to anyone: say so explicitly)."
+  }
+}
+
+variable "entra_client_id" {
+  description = "With authentication = entra: the application (client) ID of the app registration that stands for the gateway (an API with an App ID URI such as api://<client-id>). Callers get tokens for it (scope api://<client-id>/.default). The module does not create it: az ad app create, or your directory's admin."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.entra_client_id == null || can(regex("^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$", coalesce(var.entra_client_id, "-")))
+    error_message = "The entra_client_id value must be an application (client) ID, a GUID such as 00000000-0000-0000-0000-000000000000."
+  }
+  validation {
+    condition     = var.authentication != "entra" || var.entra_client_id != null
+    error_message = "authentication = entra needs entra_client_id: the app registration whose tokens App Service Authentication accepts."
+  }
+  validation {
+    condition     = var.authentication == "entra" || var.entra_client_id == null
+    error_message = "entra_client_id is set but authentication is not entra: it would be ignored; set authentication = \"entra\" or leave entra_client_id out."
+  }
+}
+
+variable "entra_tenant_id" {
+  description = "With authentication = entra: the Microsoft Entra tenant (directory) ID that issues the tokens. null: the tenant Terraform signs in to."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.entra_tenant_id == null || can(regex("^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$", coalesce(var.entra_tenant_id, "-")))
+    error_message = "The entra_tenant_id value must be a tenant ID, a GUID, or null."
+  }
+}
+
+variable "entra_allowed_applications" {
+  description = "With authentication = entra: the client IDs of the applications whose tokens are accepted (the token's appid or azp claim), such as a caller's managed identity or service principal. []: any application that can get a token for entra_client_id (restrict who can with the registration's assignment required, and app roles)."
+  type        = list(string)
+  default     = []
+  nullable    = false
+
+  validation {
+    condition     = alltrue([for id in var.entra_allowed_applications : can(regex("^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$", id))])
+    error_message = "The entra_allowed_applications value must list client IDs (GUIDs)."
+  }
+  validation {
+    condition     = var.authentication == "entra" || length(var.entra_allowed_applications) == 0
+    error_message = "entra_allowed_applications is set but authentication is not entra: it would be ignored."
+  }
+}
+
 variable "log_retention_days" {
   description = "Retention of the Application Insights data, in days."
   type        = number

@@ -27,6 +27,9 @@ module "gateway" {
   resource_group_name = azurerm_resource_group.gateway.name
   location            = azurerm_resource_group.gateway.location
 
+  authentication  = var.authentication
+  entra_client_id = var.entra_client_id
+
   hosts                 = var.hosts
   async_mode_enabled    = true
   async_trigger_timeout = var.async_trigger_timeout

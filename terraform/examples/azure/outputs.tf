@@ -12,3 +12,13 @@ output "resource_group_name" {
   description = "The resource group holding everything."
   value       = azurerm_resource_group.gateway.name
 }
+
+output "package_auth_level" {
+  description = "The authLevel to build the package with: make package-azure AZURE_AUTH_LEVEL=<this>."
+  value       = module.gateway.package_auth_level
+}
+
+output "entra_scope" {
+  description = "With authentication = entra: the scope callers ask their tokens for (functions check --entra-scope)."
+  value       = module.gateway.entra_scope
+}

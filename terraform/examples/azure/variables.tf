@@ -24,3 +24,15 @@ variable "async_trigger_timeout" {
   type        = number
   default     = 10000
 }
+
+variable "authentication" {
+  description = "What stands in front of the gateway (the module's authentication): function_keys (a key of the app on every request), entra (an Entra ID token for entra_client_id, and the key) or none (open to anyone; build with make package-azure AZURE_AUTH_LEVEL=anonymous)."
+  type        = string
+  default     = "function_keys"
+}
+
+variable "entra_client_id" {
+  description = "With authentication = entra: the application (client) ID of the app registration that stands for the gateway."
+  type        = string
+  default     = null
+}
