@@ -199,9 +199,11 @@ func (f *Forwarder) Forward(ctx context.Context, req *Request) (*Result, error) 
 		ok := stop == 0
 		if ok {
 			wait = pol.Wait(n, ar.retryAfter)
-			ok = pol.Fits(wait, time.Until(end)) && f.retrySlot()
+			ok = pol.Fits(wait, time.Until(end))
+			if ok {
+				ok, retrying = f.retrySlot(ar.chosen())
+			}
 		}
-		retrying = ok
 		if !ok {
 			if ar.resp != nil {
 				return f.deliver(ar, attempts, route, streamCancel), nil
@@ -243,6 +245,7 @@ type attemptResult struct {
 	out        outgoing   // storage for the attempt's request, allocated with it
 	first      [1]Attempt // storage for the timeline when this is its first entry
 	conn       *connTrace // the backend connection the attempt got, when recorded
+	budget     *Budget    // the request's, for chosen
 }
 
 func (a *attemptResult) close() {
@@ -271,7 +274,7 @@ func (f *Forwarder) attempt(parent context.Context, rt http.RoundTripper, req *R
 	}
 	ctx, cancel := context.WithCancelCause(parent)
 	timer := time.AfterFunc(deadline.Sub(start), func() { cancel(deadlineError{cause}) })
-	ar := &attemptResult{cancel: cancel, ctx: ctx, record: Attempt{Host: host.Host}}
+	ar := &attemptResult{cancel: cancel, ctx: ctx, record: Attempt{Host: host.Host}, budget: &req.Budget}
 	out := ar.out.build(ar.trace(ctx, rt, req), req, path, host, window)
 	if err := f.authorize(ctx, req, out); err != nil {
 		timer.Stop()
@@ -331,6 +334,10 @@ func (f *Forwarder) attempt(parent context.Context, rt http.RoundTripper, req *R
 	}
 	return ar
 }
+
+// chosen reports whether a deadline the client shortened below the route's
+// own cut the attempt (Budget.Chosen).
+func (a *attemptResult) chosen() bool { return a.budget.Chosen(a.record.Cause) }
 
 // ending is how the attempt ended, for the retry rules.
 func (a *attemptResult) ending() AttemptEnding {

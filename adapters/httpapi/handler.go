@@ -197,7 +197,11 @@ func (h *Handler) prepare(w http.ResponseWriter, r *http.Request, route *core.Ro
 		}
 		timeout = d
 	}
-	b := core.Budget{Arrival: arrival, TTL: ttl, Timeout: timeout}
+	b := core.Budget{Arrival: arrival, TTL: ttl, Timeout: timeout,
+		// A deadline the client shortened below the route's own says
+		// nothing of a host's health (CONTRACT §4).
+		ClientTimeout: timeout != route.Timeout && (route.Timeout <= 0 || timeout < route.Timeout),
+		ClientTTL:     ttl.Before(arrival.Add(route.TTL))}
 	if dl, ok := r.Context().Deadline(); ok {
 		b = b.WithLimit(dl, s.FunctionLimitMarginMs.D())
 	}
