@@ -532,10 +532,19 @@ type outgoing struct {
 func (o *outgoing) build(ctx context.Context, req *Request, path string, host *url.URL, window time.Duration) *http.Request {
 	h := make(http.Header, len(req.Header)+6)
 	for k, v := range req.Header {
-		if len(k) >= 3 && strings.EqualFold(k[:3], "s7p") || isHopHeader(k) {
+		if len(k) >= 3 && strings.EqualFold(k[:3], "s7p") || isHopHeader(k) || k == "Traceparent" || k == "Tracestate" {
 			continue
 		}
 		h[k] = v
+	}
+	// The client's trace context goes on only when valid (TraceContext).
+	if _, ok := req.Header["Traceparent"]; ok {
+		if tp, ts := TraceContext(req.Header); tp != "" {
+			h["Traceparent"] = []string{tp}
+			if ts != "" {
+				h["Tracestate"] = []string{ts}
+			}
+		}
 	}
 	if a := req.Route; a != nil && a.Auth != nil {
 		authHeaders(h, a.Auth) // the client's credential is not the backend's
