@@ -193,3 +193,47 @@ func TestBudgetChosen(t *testing.T) {
 		}
 	}
 }
+
+// TestHedgeIgnoresClientChosenTimeouts: a hedge started by the client's
+// shortened Timeout holds no RetryBudget slot; one started by the route's
+// own Timeout does.
+func TestHedgeIgnoresClientChosenTimeouts(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		chosen      bool
+		wantRetries int64
+	}{
+		{"client Timeout", true, 0},
+		{"route Timeout", false, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				stub := &stubRT{fn: answerAfter(100 * time.Millisecond)}
+				stats := &Stats{}
+				budget := NewRetryBudget(0, 1)
+				f := &Forwarder{Transport: stub, Stats: stats, RetryBudget: budget}
+				route := &Route{Prefix: "/", Hosts: mustHosts(t, "a", "b"), MaxAttempts: 2, HedgeOnPerTryTimeout: true, EjectAfterFailures: -1}
+				now := time.Now()
+				var wg sync.WaitGroup
+				wg.Go(func() {
+					// Both attempts run past the second Timeout: it ends
+					// the request at 2ms.
+					_, err := f.Forward(context.Background(), &Request{Method: "GET", Path: "/", Header: http.Header{}, Route: route,
+						Budget: Budget{Arrival: now, TTL: now.Add(time.Minute), Timeout: time.Millisecond, ClientTimeout: c.chosen}})
+					if ReasonOf(err) != ReasonAttemptTimeout {
+						t.Errorf("Forward: %v; want AttemptTimeout", err)
+					}
+				})
+				time.Sleep(time.Millisecond)
+				synctest.Wait() // the hedge runs beside the first attempt
+				if got := stats.Hedges.Load(); got != 1 {
+					t.Errorf("hedges = %d; want 1", got)
+				}
+				if _, retries := budget.InFlight(); retries != c.wantRetries {
+					t.Errorf("retries in flight during the hedge = %d; want %d", retries, c.wantRetries)
+				}
+				wg.Wait()
+			})
+		})
+	}
+}

@@ -81,3 +81,25 @@ func TestClientLogRate(t *testing.T) {
 		}
 	})
 }
+
+// FuzzPublicMessage: whatever the reason and message, the answer is
+// bounded, and for a reason caused inside it is the fixed text, never any
+// of the message.
+func FuzzPublicMessage(f *testing.F) {
+	f.Add(uint8(core.ReasonAsyncUnavailable), "store https://acct.blob.core.windows.net/x")
+	f.Add(uint8(core.ReasonInvalidTTL), `header S7PTTL "x"`)
+	f.Add(uint8(250), "héllo")
+	f.Fuzz(func(t *testing.T, r uint8, msg string) {
+		got := PublicMessage(core.Reason(r), msg)
+		if len(got) > MaxPublicMessage+len("…") {
+			t.Fatalf("PublicMessage(%d, …) is %d bytes", r, len(got))
+		}
+		if internal(core.Reason(r)) {
+			if m, ok := internalMessages[core.Reason(r)]; ok && got != m || !ok && got != internalMessages[core.ReasonNone] {
+				t.Fatalf("PublicMessage(%d, %q) = %q; want the fixed text", r, msg, got)
+			}
+		} else if msg != "" && !strings.HasPrefix(msg, strings.TrimSuffix(got, "…")) {
+			t.Fatalf("PublicMessage(%d, %q) = %q; want the message, capped", r, msg, got)
+		}
+	})
+}
