@@ -131,7 +131,7 @@ func (s *Server) serveContinuation(w http.ResponseWriter, r *http.Request, arriv
 	if err != nil {
 		clog.Log(ctx, log, slog.LevelError, "undecodable continuation invocation", append(attrs,
 			slog.Int("bytes", len(body)),
-			slog.String("body", base64.StdEncoding.EncodeToString(body[:min(len(body), httpapi.MaxLogValue)])), slog.String("err", err.Error()))...)
+			slog.String("body", base64.StdEncoding.EncodeToString(body[:min(len(body), 3*httpapi.MaxLogValue/4)])), slog.String("err", err.Error()))...)
 		s.answer(w, http.StatusBadRequest, httpapi.LogValue(err.Error(), httpapi.MaxPublicMessage))
 		return
 	}
@@ -156,7 +156,7 @@ func (s *Server) serveContinuation(w http.ResponseWriter, r *http.Request, arriv
 	case errors.Is(err, core.ErrBadMessage):
 		clog.Log(ctx, log, slog.LevelError, "undecodable continuation message", append(attrs,
 			slog.Int("status", http.StatusUnprocessableEntity), slog.Int("bytes", len(inv.Message)),
-			slog.String("body", base64.StdEncoding.EncodeToString(inv.Message[:min(len(inv.Message), httpapi.MaxLogValue)])), slog.String("err", err.Error()))...)
+			slog.String("body", base64.StdEncoding.EncodeToString(inv.Message[:min(len(inv.Message), 3*httpapi.MaxLogValue/4)])), slog.String("err", err.Error()))...)
 		s.answer(w, http.StatusUnprocessableEntity, httpapi.PublicMessage(core.ReasonInvalidBody, err.Error()))
 	default:
 		// The detail (a store URL, a record path) is the operator's.
