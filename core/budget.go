@@ -43,6 +43,19 @@ type Budget struct {
 	// Limit is the host's execution limit minus the safety margin; the
 	// zero Time means the host sets none.
 	Limit time.Time
+	// ClientTimeout and ClientTTL say that the client chose a Timeout or a
+	// TTL shorter than the route's own (S7PTimeout, S7PTTL). An attempt
+	// such a deadline cut says nothing of the host's health: it counts
+	// toward neither ejection nor the retry budget (CONTRACT §4). False,
+	// the zero value, means the deadline is the operator's.
+	ClientTimeout, ClientTTL bool
+}
+
+// Chosen reports whether the deadline c, in b, is one the client shortened
+// below the route's own: an attempt it cut is the client's doing, not the
+// host's.
+func (b Budget) Chosen(c Cause) bool {
+	return c == CauseTimeout && b.ClientTimeout || c == CauseTTL && b.ClientTTL
 }
 
 // Attempt returns the deadline of an attempt that starts at now, and which

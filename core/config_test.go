@@ -455,6 +455,7 @@ func FuzzParseHeaderNames(f *testing.F) {
 		}
 	})
 }
+
 // TestIdempotencyScopeHeadersNotAScope: IdempotencyScopeHeaders refuses a
 // header whose value differs on every request of one caller, or that the
 // gateway removes, naming every one of them; a SigV4 X-Amz-Date in the

@@ -88,10 +88,13 @@ func (e *Ejector) order(route *Route, now time.Time) HostList {
 	return append(in, out...)
 }
 
-// recordHost tells the Ejector how ar, an attempt at host, ended.
+// recordHost tells the Ejector how ar, an attempt at host, ended. An
+// attempt cut by a deadline the client shortened below the route's own
+// (S7PTimeout, S7PTTL) is not recorded: a client cannot eject a healthy
+// host for every other client by asking for less time than it needs.
 func (f *Forwarder) recordHost(route *Route, host *url.URL, ar *attemptResult) {
-	if f.Ejector == nil || ar.clientGone || ar.authErr != nil {
-		return
+	if f.Ejector == nil || ar.clientGone || ar.authErr != nil || ar.chosen() {
+		return // not the host's doing
 	}
 	if f.Ejector.record(route, host, &ar.record, time.Now()) && f.Stats != nil {
 		f.Stats.Ejections.Add(1)

@@ -203,9 +203,11 @@ func (f *Forwarder) Forward(ctx context.Context, req *Request) (*Result, error) 
 		ok := stop == 0
 		if ok {
 			wait = pol.Wait(n, ar.retryAfter)
-			ok = pol.Fits(wait, time.Until(end)) && f.retrySlot()
+			ok = pol.Fits(wait, time.Until(end))
+			if ok {
+				ok, retrying = f.retrySlot(ar.chosen())
+			}
 		}
-		retrying = ok
 		if !ok {
 			if ar.resp != nil {
 				return f.deliver(ar, attempts, route, streamCancel), nil
@@ -253,6 +255,7 @@ type attemptResult struct {
 	out        outgoing   // storage for the attempt's request, allocated with it
 	first      [1]Attempt // storage for the timeline when this is its first entry
 	conn       *connTrace // the backend connection the attempt got, when recorded
+	budget     *Budget    // the request's, for chosen
 }
 
 func (a *attemptResult) close() {
@@ -281,7 +284,7 @@ func (f *Forwarder) attempt(parent context.Context, rt http.RoundTripper, req *R
 	}
 	ctx, cancel := context.WithCancelCause(parent)
 	timer := time.AfterFunc(deadline.Sub(start), func() { cancel(deadlineError{cause}) })
-	ar := &attemptResult{cancel: cancel, ctx: ctx, record: Attempt{Host: host.Host}}
+	ar := &attemptResult{cancel: cancel, ctx: ctx, record: Attempt{Host: host.Host}, budget: &req.Budget}
 	out := ar.out.build(ar.trace(ctx, rt, req), req, path, host, window)
 	if err := f.authorize(ctx, req, out); err != nil {
 		timer.Stop()
@@ -341,6 +344,10 @@ func (f *Forwarder) attempt(parent context.Context, rt http.RoundTripper, req *R
 	}
 	return ar
 }
+
+// chosen reports whether a deadline the client shortened below the route's
+// own cut the attempt (Budget.Chosen).
+func (a *attemptResult) chosen() bool { return a.budget.Chosen(a.record.Cause) }
 
 // ending is how the attempt ended, for the retry rules.
 func (a *attemptResult) ending() AttemptEnding {
@@ -553,10 +560,19 @@ type outgoing struct {
 func (o *outgoing) build(ctx context.Context, req *Request, path string, host *url.URL, window time.Duration) *http.Request {
 	h := make(http.Header, len(req.Header)+6)
 	for k, v := range req.Header {
-		if len(k) >= 3 && strings.EqualFold(k[:3], "s7p") || isHopHeader(k) {
+		if len(k) >= 3 && strings.EqualFold(k[:3], "s7p") || isHopHeader(k) || k == "Traceparent" || k == "Tracestate" {
 			continue
 		}
 		h[k] = v
+	}
+	// The client's trace context goes on only when valid (TraceContext).
+	if _, ok := req.Header["Traceparent"]; ok {
+		if tp, ts := TraceContext(req.Header); tp != "" {
+			h["Traceparent"] = []string{tp}
+			if ts != "" {
+				h["Tracestate"] = []string{ts}
+			}
+		}
 	}
 	if a := req.Route; a != nil && a.Auth != nil {
 		authHeaders(h, a.Auth) // the client's credential is not the backend's

@@ -90,6 +90,7 @@ func (f *Forwarder) forwardHedged(ctx, streamCtx context.Context, streamCancel c
 		}
 	}()
 	latestDone := false // the latest attempt has ended, unanswered
+	waitHeld := false   // the retry waiting on waitC holds a RetryBudget slot
 	for {
 		select {
 		case d := <-h.results:
@@ -126,16 +127,19 @@ func (f *Forwarder) forwardHedged(ctx, streamCtx context.Context, streamCancel c
 			if stop == 0 {
 				w = pol.Wait(n, ar.retryAfter)
 			}
-			if stop == 0 && pol.Fits(w, time.Until(end)) && f.retrySlot() {
-				if f.Stats != nil {
-					f.Stats.Retries.Add(1)
+			if stop == 0 && pol.Fits(w, time.Until(end)) {
+				if ok, held := f.retrySlot(ar.chosen()); ok {
+					if f.Stats != nil {
+						f.Stats.Retries.Add(1)
+					}
+					ar.close()
+					perTry.Stop()
+					f.observeBackoff(ctx, n, w)
+					wait = time.NewTimer(w)
+					waitC = wait.C
+					waitHeld = held
+					continue
 				}
-				ar.close()
-				perTry.Stop()
-				f.observeBackoff(ctx, n, w)
-				wait = time.NewTimer(w)
-				waitC = wait.C
-				continue
 			}
 			if h.running == 0 {
 				return h.finish(ar)
@@ -144,7 +148,7 @@ func (f *Forwarder) forwardHedged(ctx, streamCtx context.Context, streamCancel c
 		case <-waitC:
 			waitC = nil
 			latestDone = false
-			h.start(true)
+			h.start(waitHeld)
 			perTry.Reset(req.Budget.Timeout)
 		case <-perTry.C:
 			if latestDone {
@@ -155,14 +159,18 @@ func (f *Forwarder) forwardHedged(ctx, streamCtx context.Context, streamCancel c
 				continue // the TTL or the execution limit cuts them all now
 			}
 			f.Stats.countTimeout(CauseTimeout)
-			if len(h.slots) < pol.MaxAttempts && f.retrySlot() {
-				if f.Stats != nil {
-					f.Stats.Retries.Add(1)
-					f.Stats.Hedges.Add(1)
+			if len(h.slots) < pol.MaxAttempts {
+				// The per-try Timeout fired: a client's shortened one
+				// holds no budget slot (retrySlot).
+				if ok, held := f.retrySlot(req.Budget.ClientTimeout); ok {
+					if f.Stats != nil {
+						f.Stats.Retries.Add(1)
+						f.Stats.Hedges.Add(1)
+					}
+					h.start(held)
+					perTry.Reset(req.Budget.Timeout)
+					continue
 				}
-				h.start(true)
-				perTry.Reset(req.Budget.Timeout)
-				continue
 			}
 			// No attempt may follow: the request ends with its Timeout.
 			h.cancelAll()

@@ -79,14 +79,28 @@ func (b *RetryBudget) InFlight() (requests, retries int64) {
 	return b.requests.Load(), b.retries.Load()
 }
 
-// retrySlot takes a RetryBudget slot for a retry or a hedge, counting
-// retry_budget_exhausted when there is none.
-func (f *Forwarder) retrySlot() bool {
-	if f.RetryBudget.acquire() {
-		return true
+// room reports whether a retry could start now, without taking a slot.
+func (b *RetryBudget) room() bool {
+	return b == nil || b.retries.Load() < b.limit()
+}
+
+// retrySlot decides whether a retry or a hedge may start, counting
+// retry_budget_exhausted when it may not; held says it took a RetryBudget
+// slot, to be released when its attempt ends. chosen says the attempt
+// before it was cut by a deadline the client shortened below the route's
+// own (Budget.Chosen): such a retry is no sign of a failing backend, so it
+// holds no slot and cannot spend the budget that other clients' retries
+// need, but it starts only while the budget has room, so it adds nothing
+// when backends are really failing.
+func (f *Forwarder) retrySlot(chosen bool) (ok, held bool) {
+	if chosen && f.RetryBudget.room() {
+		return true, false
+	}
+	if !chosen && f.RetryBudget.acquire() {
+		return true, true
 	}
 	if f.Stats != nil {
 		f.Stats.RetryBudgetExhausted.Add(1)
 	}
-	return false
+	return false, false
 }

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"time"
 
+	"fngateway/adapters/httpapi"
+	"fngateway/core"
 	"fngateway/core/async"
 )
 
@@ -101,11 +103,17 @@ type invokeResponse struct {
 // the poison queue after maxDequeueCount deliveries:
 //
 //   - done, or a message for an unknown or finished request: 200;
-//   - an envelope or message that cannot be decoded: 400 / 422, logged
-//     whole, so it ends in the poison queue, kept for an operator;
+//   - an envelope or message that cannot be decoded: 400 / 422, so it
+//     ends in the poison queue, kept for an operator;
 //   - async off, a store or queue error: 503, delivered again.
+//
+// A client can reach this path too, so what it answers says nothing of the
+// inside (a store error's URL, account or record path is logged, never
+// answered), and its log lines go through the bounded client log
+// (httpapi.ClientLog): values capped, lines rate-limited, drops counted.
 func (s *Server) serveContinuation(w http.ResponseWriter, r *http.Request, arrival time.Time) {
 	log := s.logger()
+	clog := s.clientLog()
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		s.answer(w, http.StatusMethodNotAllowed, ContinuationPath+" is the continuation function's: it answers POST from the Functions host")
@@ -122,15 +130,16 @@ func (s *Server) serveContinuation(w http.ResponseWriter, r *http.Request, arriv
 	}
 	var attrs []slog.Attr
 	if err != nil {
-		log.LogAttrs(ctx, slog.LevelError, "undecodable continuation invocation", append(attrs,
-			slog.String("body", base64.StdEncoding.EncodeToString(body[:min(len(body), 8<<10)])), slog.String("err", err.Error()))...)
-		s.answer(w, http.StatusBadRequest, err.Error())
+		clog.Log(ctx, log, slog.LevelError, "undecodable continuation invocation", append(attrs,
+			slog.Int("bytes", len(body)),
+			slog.String("body", base64.StdEncoding.EncodeToString(body[:min(len(body), 3*httpapi.MaxLogValue/4)])), slog.String("err", err.Error()))...)
+		s.answer(w, http.StatusBadRequest, httpapi.LogValue(err.Error(), httpapi.MaxPublicMessage))
 		return
 	}
-	attrs = append(attrs, slog.String("messageId", inv.MessageID), slog.Int("dequeueCount", inv.DequeueCount))
+	attrs = append(attrs, slog.String("messageId", httpapi.LogValue(inv.MessageID, httpapi.MaxLogValue)), slog.Int("dequeueCount", inv.DequeueCount))
 	if s.Continuations == nil {
 		msg := "async is off (AsyncModeEnabled=false): the continuation is left to the queue's retries and poison queue"
-		log.LogAttrs(ctx, slog.LevelError, "continuation not run", append(attrs, slog.String("err", msg))...)
+		clog.Log(ctx, log, slog.LevelError, "continuation not run", append(attrs, slog.String("err", msg))...)
 		s.answer(w, http.StatusServiceUnavailable, msg)
 		return
 	}
@@ -144,16 +153,17 @@ func (s *Server) serveContinuation(w http.ResponseWriter, r *http.Request, arriv
 	switch {
 	case err == nil:
 		log.LogAttrs(ctx, slog.LevelInfo, "continuation", append(attrs, slog.Int("status", http.StatusOK))...)
-		s.answer(w, http.StatusOK, "continuation message "+inv.MessageID+" settled")
+		s.answer(w, http.StatusOK, "continuation message "+httpapi.LogValue(inv.MessageID, httpapi.MaxLogValue)+" settled")
 	case errors.Is(err, async.ErrBadMessage):
-		log.LogAttrs(ctx, slog.LevelError, "undecodable continuation message", append(attrs,
-			slog.Int("status", http.StatusUnprocessableEntity),
-			slog.String("body", base64.StdEncoding.EncodeToString(inv.Message)), slog.String("err", err.Error()))...)
-		s.answer(w, http.StatusUnprocessableEntity, err.Error())
+		clog.Log(ctx, log, slog.LevelError, "undecodable continuation message", append(attrs,
+			slog.Int("status", http.StatusUnprocessableEntity), slog.Int("bytes", len(inv.Message)),
+			slog.String("body", base64.StdEncoding.EncodeToString(inv.Message[:min(len(inv.Message), 3*httpapi.MaxLogValue/4)])), slog.String("err", err.Error()))...)
+		s.answer(w, http.StatusUnprocessableEntity, httpapi.PublicMessage(core.ReasonInvalidBody, err.Error()))
 	default:
-		log.LogAttrs(ctx, slog.LevelWarn, "continuation failed; the queue will deliver it again", append(attrs,
+		// The detail (a store URL, a record path) is the operator's.
+		clog.Log(ctx, log, slog.LevelWarn, "continuation failed; the queue will deliver it again", append(attrs,
 			slog.Int("status", http.StatusServiceUnavailable), slog.String("err", err.Error()))...)
-		s.answer(w, http.StatusServiceUnavailable, err.Error())
+		s.answer(w, http.StatusServiceUnavailable, "the continuation could not run now; the queue will deliver it again")
 	}
 }
 
@@ -163,4 +173,14 @@ func (s *Server) answer(w http.ResponseWriter, status int, line string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	w.Write(b)
+}
+
+// clientLog is the bounded log of the lines a client can cause: the
+// gateway's (httpapi.Handler.ClientLog), so that its drops are counted in
+// /_gateway/stats, or the Server's own.
+func (s *Server) clientLog() *httpapi.ClientLog {
+	if g, ok := s.Gateway.(interface{ ClientLog() *httpapi.ClientLog }); ok {
+		return g.ClientLog()
+	}
+	return &s.ownLog
 }

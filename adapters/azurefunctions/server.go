@@ -92,6 +92,8 @@ type Server struct {
 	Logger *slog.Logger
 	// Ready, if set, is called with the bound address once listening.
 	Ready func(addr net.Addr)
+
+	ownLog httpapi.ClientLog // clientLog's when Gateway has none
 }
 
 func (s *Server) logger() *slog.Logger {

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -53,7 +54,7 @@ func (h *Handler) proxyAsync(w http.ResponseWriter, r *http.Request, req *core.R
 		if !errors.As(err, &ge) {
 			ge = &core.Error{Reason: core.ReasonNone, Err: err}
 		}
-		h.fail(w, ge, lg)
+		h.fail(r.Context(), w, ge, lg)
 	case acc != nil:
 		lg.async = acc.ID
 		h.accepted(w, r, acc, lg)
@@ -138,10 +139,10 @@ func (h *Handler) statusFailed(w http.ResponseWriter, r *http.Request, id string
 	case errors.Is(err, async.ErrNotFound):
 		writeError(w, http.StatusNotFound, "NotFound", "no async request with id "+strconv.Quote(trim(id)), 0)
 	case errors.As(err, &ge) && (ge.Reason == core.ReasonExpired || ge.Reason == core.ReasonCorruptRecord):
-		writeError(w, ge.HTTPStatus(), ge.Reason.Code(), ge.Message, 0)
+		writeError(w, ge.HTTPStatus(), ge.Reason.Code(), h.publicError(r.Context(), ge).Message, 0)
 	default:
 		// The detail (a store path, an account name) is for the operator.
-		h.Logger.WarnContext(r.Context(), "reading an async request", "id", trim(id), "err", err.Error())
+		h.clientLog.Log(r.Context(), h.Logger, slog.LevelWarn, "reading an async request", slog.String("id", id), slog.String("err", err.Error()))
 		writeError(w, http.StatusServiceUnavailable, core.ReasonAsyncUnavailable.Code(), "the async store is unavailable; try again later", 0)
 	}
 	return true

@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -48,6 +50,18 @@ func (h *Handler) serveResult(w http.ResponseWriter, r *http.Request, st *async.
 		body = bytes.NewReader(head)
 		hdr.Set("Content-Length", strconv.Itoa(len(head)))
 	}
+	if st.ResultCode != "" {
+		// The gateway's error, stored by a continuation: it says no more
+		// than PublicMessage allows, whatever was stored.
+		doc, err := io.ReadAll(io.LimitReader(res.Body, maxErrorDoc))
+		if err != nil {
+			h.statusFailed(w, r, st.ID, err)
+			return
+		}
+		doc = h.publicErrorDoc(r, st.ResultCode, doc)
+		body = bytes.NewReader(doc)
+		hdr.Set("Content-Length", strconv.Itoa(len(doc)))
+	}
 	for k, v := range res.Header {
 		if k == "Content-Length" {
 			continue // the stored body says how long it is
@@ -65,7 +79,7 @@ func (h *Handler) serveResult(w http.ResponseWriter, r *http.Request, st *async.
 	if err := copyBody(w, body, false); err != nil {
 		// The store broke off mid-body: the client sees the transfer
 		// break, never a truncated answer taken for whole.
-		h.Logger.WarnContext(r.Context(), "replaying an async result", "id", st.ID, "err", err.Error())
+		h.clientLog.Log(r.Context(), h.Logger, slog.LevelWarn, "replaying an async result", slog.String("id", st.ID), slog.String("err", err.Error()))
 		panic(http.ErrAbortHandler)
 	}
 }
@@ -148,4 +162,25 @@ func (h *Handler) serveCancel(w http.ResponseWriter, r *http.Request, id string)
 	w.Header().Set("Location", h.absolute(r, async.StatusPath(st.ID)))
 	w.Header().Set("Operation-Location", h.absolute(r, async.OperationPath(st.ID)))
 	h.writeOperation(w, r, http.StatusAccepted, st)
+}
+
+// maxErrorDoc bounds a stored error document read back.
+const maxErrorDoc = 64 << 10
+
+// publicErrorDoc returns doc, a stored error document of code, with its
+// message as PublicMessage allows.
+func (h *Handler) publicErrorDoc(r *http.Request, code string, doc []byte) []byte {
+	var d struct {
+		Error struct {
+			Code     string         `json:"code"`
+			Message  string         `json:"message"`
+			Attempts []core.Attempt `json:"attempts"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(doc, &d) != nil || d.Error.Code != code {
+		d.Error.Code, d.Error.Message, d.Error.Attempts = code, "", nil
+	}
+	reason, _ := reasonOfCode(code)
+	e := &core.Error{Reason: reason, Message: d.Error.Message, Attempts: d.Error.Attempts}
+	return core.ErrorJSON(code, h.publicError(r.Context(), e).Message, d.Error.Attempts)
 }

@@ -43,8 +43,9 @@ type Handler struct {
 	// Host states what the host running the gateway can do; the zero value is the most restrictive.
 	Host core.HostCaps
 
-	router *core.Router
-	bodies *core.ByteBudget // MaxBufferedBytes
+	router    *core.Router
+	bodies    *core.ByteBudget // MaxBufferedBytes
+	clientLog ClientLog        // the lines a client can cause, bounded
 }
 
 // Init prepares h for serving. A zero Settings.MaxBufferedBytes means the
@@ -117,7 +118,7 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request) {
 	defer body.done()
 	if gerr != nil {
 		h.Stats.CountEnd(gerr.Reason)
-		h.fail(w, gerr, &lg)
+		h.fail(ctx, w, gerr, &lg)
 		return
 	}
 	if req.Upgrade == "" && h.asyncEligible(r, route, req) {
@@ -150,7 +151,7 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request) {
 			ge = be
 			h.Stats.CountEnd(ge.Reason)
 		}
-		h.fail(w, ge, &lg)
+		h.fail(ctx, w, ge, &lg)
 		return
 	}
 	if res.Response.StatusCode == http.StatusSwitchingProtocols {
@@ -201,7 +202,11 @@ func (h *Handler) prepare(w http.ResponseWriter, r *http.Request, route *core.Ro
 		}
 		timeout = d
 	}
-	b := core.Budget{Arrival: arrival, TTL: ttl, Timeout: timeout}
+	b := core.Budget{Arrival: arrival, TTL: ttl, Timeout: timeout,
+		// A deadline the client shortened below the route's own says
+		// nothing of a host's health (CONTRACT §4).
+		ClientTimeout: timeout != route.Timeout && (route.Timeout <= 0 || timeout < route.Timeout),
+		ClientTTL:     ttl.Before(arrival.Add(route.TTL))}
 	if dl, ok := r.Context().Deadline(); ok {
 		b = b.WithLimit(dl, s.FunctionLimitMarginMs.D())
 	}
@@ -402,8 +407,8 @@ func copyBody(w http.ResponseWriter, src io.Reader, flush bool) error {
 	}
 }
 
-// fail writes a gateway-made error.
-func (h *Handler) fail(w http.ResponseWriter, e *core.Error, lg *requestLog) {
+// fail writes a gateway-made error, saying only what PublicMessage allows.
+func (h *Handler) fail(ctx context.Context, w http.ResponseWriter, e *core.Error, lg *requestLog) {
 	lg.attempts, lg.timeline = len(e.Attempts), e.Attempts
 	lg.code = e.Reason.Code()
 	lg.fired = firedOf(e)
@@ -425,7 +430,7 @@ func (h *Handler) fail(w http.ResponseWriter, e *core.Error, lg *requestLog) {
 	hdr.Set("X-Gateway-Error", e.Reason.Code())
 	hdr.Set("X-Attempts", strconv.Itoa(len(e.Attempts)))
 	w.WriteHeader(lg.status)
-	w.Write(e.JSON())
+	w.Write(h.publicError(ctx, e).JSON())
 }
 
 func firedOf(e *core.Error) string {
@@ -466,8 +471,8 @@ func (h *Handler) log(ctx context.Context, r *http.Request, arrival time.Time, l
 		level, msg = slog.LevelWarn, "request stream cut"
 	}
 	attrs := [...]slog.Attr{
-		slog.String("method", r.Method),
-		slog.String("path", r.URL.Path),
+		slog.String("method", LogValue(r.Method, MaxLogValue)), // the client's: bounded
+		slog.String("path", LogValue(r.URL.Path, MaxLogValue)),
 		slog.String("route", lg.route),
 		slog.Int("status", lg.status),
 		slog.String("code", lg.code),

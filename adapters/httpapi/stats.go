@@ -15,5 +15,6 @@ func (h *Handler) statsDoc() map[string]any {
 		ej = h.Forwarder.Ejector.Ejected(time.Now())
 	}
 	doc["ejected_hosts"] = ej
+	doc["client_logs_dropped"] = h.clientLog.Dropped()
 	return doc
 }

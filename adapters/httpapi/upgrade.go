@@ -25,7 +25,7 @@ func (h *Handler) tunnel(w http.ResponseWriter, r *http.Request, res *core.Resul
 	back, ok := resp.Body.(io.ReadWriteCloser)
 	if !ok {
 		resp.Body.Close()
-		h.fail(w, &core.Error{Reason: core.ReasonBackendUnavailable, Message: "the backend switched protocols without handing over its connection", Attempts: res.Attempts}, lg)
+		h.fail(r.Context(), w, &core.Error{Reason: core.ReasonBackendUnavailable, Message: "the backend switched protocols without handing over its connection", Attempts: res.Attempts}, lg)
 		return
 	}
 	defer back.Close()
@@ -33,13 +33,13 @@ func (h *Handler) tunnel(w http.ResponseWriter, r *http.Request, res *core.Resul
 	if asked == "" || !strings.EqualFold(asked, got) {
 		// As httputil.ReverseProxy: a switch the client did not ask for
 		// would hand it a connection it cannot speak.
-		h.fail(w, &core.Error{Reason: core.ReasonBackendUnavailable,
+		h.fail(r.Context(), w, &core.Error{Reason: core.ReasonBackendUnavailable,
 			Message: "the backend switched protocols to " + strconv.Quote(trim(got)) + " when " + strconv.Quote(trim(asked)) + " was asked", Attempts: res.Attempts}, lg)
 		return
 	}
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
-		h.fail(w, &core.Error{Reason: core.ReasonUpgradeUnsupported, Message: "this connection cannot be upgraded: " + err.Error(), Attempts: res.Attempts}, lg)
+		h.fail(r.Context(), w, &core.Error{Reason: core.ReasonUpgradeUnsupported, Message: "this connection cannot be upgraded: " + err.Error(), Attempts: res.Attempts}, lg)
 		return
 	}
 	defer conn.Close()

@@ -80,13 +80,15 @@ func (t *Telemetry) StartAttempt(ctx context.Context, a core.AttemptStart, out h
 			port = "443"
 		}
 	}
-	ctx, span := t.tracer.Start(ctx, a.Method, trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(start))
+	method := spanMethod(a.Method)
+	ctx, span := t.tracer.Start(ctx, method, trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(start))
 	if span.IsRecording() {
+		n := t.limits.valueLength
 		span.SetAttributes(
-			attribute.String("http.request.method", a.Method),
+			attribute.String("http.request.method", method),
 			attribute.String("server.address", host),
 			attribute.String("server.port", port),
-			attribute.String("url.full", a.Scheme+"://"+a.Host+a.Path), // never the query
+			attribute.String("url.full", capValue(a.Scheme+"://"+a.Host+a.Path, n)), // never the query
 			attribute.Int("http.request.resend_count", a.N-1),
 			attribute.Int(attrAttempt, a.N),
 			attribute.Int64(attrBudgetMs, max(a.Budget.Milliseconds(), 1)),
@@ -170,7 +172,7 @@ func (t *Telemetry) StartHandoff(ctx context.Context) (context.Context, func(str
 			span.SetAttributes(attribute.String(attrAsyncID, id))
 		}
 		if err != nil {
-			span.SetStatus(codes.Error, err.Error())
+			span.SetStatus(codes.Error, capValue(err.Error(), t.limits.valueLength))
 		}
 		span.End()
 	}
@@ -205,7 +207,7 @@ func (t *Telemetry) StartResultWrite(ctx context.Context, id string) func(error)
 		outcome := "ok"
 		if err != nil {
 			outcome = "error"
-			span.SetStatus(codes.Error, err.Error())
+			span.SetStatus(codes.Error, capValue(err.Error(), t.limits.valueLength))
 		}
 		span.End()
 		if t.resultWrites != nil {

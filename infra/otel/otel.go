@@ -68,6 +68,7 @@ type Telemetry struct {
 	tracer trace.Tracer
 	prop   propagation.TextMapPropagator
 	held   *heldSpans // PerInvocation only
+	limits limits
 
 	inFlight       atomic.Int64
 	requestSets    setCache            // the attribute sets of reqDuration
@@ -114,18 +115,24 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
 		return nil, fmt.Errorf("otel resource: %w", err)
 	}
-	t := &Telemetry{prop: propagation.TraceContext{}}
+	lim, err := readLimits(o.Lookup)
+	if err != nil {
+		return nil, err
+	}
+	t := &Telemetry{prop: propagation.TraceContext{}, limits: lim}
 	if traces {
 		exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(signalEndpoint(o.Lookup, "TRACES", "/v1/traces")))
 		if err != nil {
 			return nil, fmt.Errorf("otel trace exporter: %w", err)
 		}
-		opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
+		opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res), sdktrace.WithRawSpanLimits(lim.spanLimits())}
+		// The spans waiting for export are bounded in number and, by the
+		// span limits, in size (docs/observability.md).
 		if o.PerInvocation {
-			t.held = &heldSpans{exp: exp}
+			t.held = &heldSpans{exp: exp, max: lim.queue}
 			opts = append(opts, sdktrace.WithSpanProcessor(t.held))
 		} else {
-			opts = append(opts, sdktrace.WithBatcher(exp))
+			opts = append(opts, sdktrace.WithBatcher(exp, sdktrace.WithMaxQueueSize(lim.queue), sdktrace.WithMaxExportBatchSize(lim.batch)))
 		}
 		t.tp = sdktrace.NewTracerProvider(opts...) // OTEL_TRACES_SAMPLER(_ARG) read here
 		t.tracer = t.tp.Tracer(ScopeName)
@@ -222,16 +229,15 @@ func (t *Telemetry) DroppedSpans() int64 {
 }
 
 // heldSpans is the span processor of PerInvocation: ended spans are held
-// (at most maxHeldSpans, the rest dropped and counted) until flush exports
-// them with the caller's deadline.
+// (at most max, the rest dropped and counted) until flush exports them with
+// the caller's deadline.
 type heldSpans struct {
 	exp     sdktrace.SpanExporter
+	max     int
 	mu      sync.Mutex
 	spans   []sdktrace.ReadOnlySpan
 	dropped atomic.Int64
 }
-
-const maxHeldSpans = 4096
 
 func (h *heldSpans) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
 
@@ -240,7 +246,7 @@ func (h *heldSpans) OnEnd(s sdktrace.ReadOnlySpan) {
 		return
 	}
 	h.mu.Lock()
-	if len(h.spans) < maxHeldSpans {
+	if len(h.spans) < h.max {
 		h.spans = append(h.spans, s)
 	} else {
 		h.dropped.Add(1)
@@ -285,21 +291,30 @@ func (t *Telemetry) Handler(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r) // probes would drown the traces
 			return
 		}
-		ctx := t.prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-		ctx, span := t.tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer))
+		// Only a valid trace context is honoured (core.TraceContext).
+		ctx := r.Context()
+		if tp, ts := core.TraceContext(r.Header); tp != "" {
+			ctx = t.prop.Extract(ctx, propagation.MapCarrier{"traceparent": tp, "tracestate": ts})
+		}
+		method := spanMethod(r.Method)
+		ctx, span := t.tracer.Start(ctx, method, trace.WithSpanKind(trace.SpanKindServer))
 		if span.IsRecording() { // nothing to build for a span not sampled
+			n := t.limits.valueLength
 			host, port := splitHost(r.Host)
 			attrs := []attribute.KeyValue{
-				attribute.String("http.request.method", r.Method),
-				attribute.String("url.path", r.URL.Path), // never the query
+				attribute.String("http.request.method", method),
+				attribute.String("url.path", capValue(r.URL.Path, n)), // never the query
 				attribute.String("url.scheme", scheme(r)),
-				attribute.String("server.address", host),
+				attribute.String("server.address", capValue(host, n)),
 				attribute.String("network.protocol.version", protoVersion(r)),
 			}
-			if port != "" {
-				attrs = append(attrs, attribute.String("server.port", port))
+			if method != r.Method {
+				attrs = append(attrs, attribute.String("http.request.method_original", capValue(r.Method, n)))
 			}
-			span.SetAttributes(append(attrs, allowedHeaders("http.request.header.", r.Header)...)...)
+			if port != "" {
+				attrs = append(attrs, attribute.String("server.port", capValue(port, n)))
+			}
+			span.SetAttributes(append(attrs, allowedHeaders("http.request.header.", r.Header, n)...)...)
 		}
 		t.inFlight.Add(1)
 		defer func() {
@@ -313,11 +328,13 @@ func (t *Telemetry) Handler(next http.Handler) http.Handler {
 // allowedRequestHeaders are the only headers recorded in span attributes.
 var allowedRequestHeaders = []string{"Content-Type", "Content-Length"}
 
-func allowedHeaders(prefix string, h http.Header) []attribute.KeyValue {
+// allowedHeaders returns the allowed headers of h as attributes, each value
+// capped to n bytes and at most maxHeaderValues of them.
+func allowedHeaders(prefix string, h http.Header, n int) []attribute.KeyValue {
 	var out []attribute.KeyValue
 	for _, k := range allowedRequestHeaders {
 		if v, ok := h[k]; ok {
-			out = append(out, attribute.StringSlice(prefix+strings.ToLower(k), v))
+			out = append(out, attribute.StringSlice(prefix+strings.ToLower(k), capValues(v, n)))
 		}
 	}
 	return out
