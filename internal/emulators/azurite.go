@@ -66,8 +66,7 @@ type Azurite struct {
 	blobPort  int    // 0 until the first start has read it back
 	queuePort int
 
-	log       atomic.Pointer[logTail] // the current run's output
-	conflicts atomic.Int32            // starts that found a port taken
+	log atomic.Pointer[logTail] // the current run's output
 }
 
 // StartAzurite starts Azurite on loopback ports it picks and waits until
@@ -146,7 +145,6 @@ func (a *Azurite) Start(tb testing.TB) {
 			return
 		case errors.Is(err, errBindConflict) && a.blobPort != 0 && time.Now().Before(deadline):
 			// Another process holds a port; wait for it to let go.
-			a.conflicts.Add(1)
 			taken++
 			a.run = nil
 			<-time.After(pollEvery)

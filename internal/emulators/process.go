@@ -32,8 +32,7 @@ type process struct {
 	run  *child // nil when not running
 	port int    // with command: the port picked by the first start
 
-	log       atomic.Pointer[logTail] // the current run's output
-	conflicts atomic.Int32            // starts that found their port taken
+	log atomic.Pointer[logTail] // the current run's output
 }
 
 // processStopGrace is how long stop waits after SIGTERM before SIGKILL.
@@ -97,7 +96,6 @@ func (p *process) start(tb testing.TB) {
 			return
 		case errors.Is(err, errBindConflict) && time.Now().Before(deadline):
 			// Another process holds the port; wait for it to let go.
-			p.conflicts.Add(1)
 			taken++
 			p.run = nil
 			<-time.After(pollEvery)
