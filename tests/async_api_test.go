@@ -276,13 +276,13 @@ func TestAsyncCancel(t *testing.T) {
 	if e := decodeError(t, res, data); e.Error.Code != "Canceled" {
 		t.Errorf("code = %q; want Canceled", e.Error.Code)
 	}
-	if took > 2*time.Second {
-		t.Errorf("the cancel took %v to take effect; want at once on the local host", took)
-	}
+	// The /hang backend answers after an hour: its closed connection and
+	// the 409 within the wait show the cancel acted, not the attempt's end.
+	// How fast is no bound here (a loaded machine stretches it).
 	if be.cancelled.Load() != 1 {
-		t.Errorf("backend saw %d cancelled requests; want 1 (its connection closed)", be.cancelled.Load())
-	} else if at := time.Unix(0, be.cancelledAt.Load()).Sub(sent); at > time.Second {
-		t.Errorf("the backend's connection closed %v after the DELETE; want at once", at)
+		t.Errorf("backend saw %d cancelled requests (the cancel took %v); want 1 (its connection closed)", be.cancelled.Load(), took)
+	} else if at := time.Unix(0, be.cancelledAt.Load()).Sub(sent); at > loadMargin {
+		t.Errorf("the backend's connection closed %v after the DELETE; want within %v", at, loadMargin)
 	}
 	op := getOperation(t, acc.StatusURI+"/operation")
 	if op.Status != "Canceled" || op.Error == nil || op.Error.Code != "Canceled" || op.Error.InnerError.Status != 409 {

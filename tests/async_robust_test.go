@@ -140,8 +140,9 @@ func TestAsyncFairnessBetweenProfiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	// It ends when its backend answers (the trigger plus the rest of the
-	// answer's delay), plus polling and a loaded machine's slack.
-	want := answer + 2*time.Second
+	// answer's delay), plus polling and a loaded machine's slack; waiting
+	// behind the other profile would take AsyncTimeout (30 minutes).
+	want := answer + loadMargin
 	fin, fbody, at := pollFinished(t, acc.StatusURI, want+5*time.Second)
 	if took := at.Sub(start); took > want {
 		t.Errorf("the light profile's request finished %v after its submission; want within %v", took, want)

@@ -37,8 +37,9 @@ func TestAsyncAzurite(t *testing.T) {
 	gw := StartGateway(t, azureEnv(be.URL, az.ConnectionString()))
 
 	_, acc, took := submitAsync(t, gw.URL, "/reports/azure", nil)
-	if took < 300*time.Millisecond || took > 600*time.Millisecond {
-		t.Errorf("202 after %v; want just after the 300 ms trigger", took)
+	// How soon after the trigger: BenchmarkAsyncHandoff/store=azurite.
+	if took < 300*time.Millisecond || took > 300*time.Millisecond+loadMargin {
+		t.Errorf("202 after %v; want after the 300 ms trigger", took)
 	}
 	if !strings.HasPrefix(acc.DataBlobURI, az.BlobEndpoint()) || !strings.Contains(acc.DataBlobURI, "sig=") {
 		t.Errorf("data URI %q: want a SAS URL on the blob service %s", acc.DataBlobURI, az.BlobEndpoint())

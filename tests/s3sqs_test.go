@@ -50,8 +50,9 @@ func TestAsyncS3SQS(t *testing.T) {
 	gw := StartGateway(t, s3sqsEnv(be.URL, v, f))
 
 	_, acc, took := submitAsync(t, gw.URL, "/reports/s3", nil)
-	if took < 300*time.Millisecond || took > 900*time.Millisecond {
-		t.Errorf("202 after %v; want just after the 300 ms trigger", took)
+	// How soon after the trigger: BenchmarkAsyncHandoff/store=s3sqs.
+	if took < 300*time.Millisecond || took > 300*time.Millisecond+loadMargin {
+		t.Errorf("202 after %v; want after the 300 ms trigger", took)
 	}
 	if !strings.HasPrefix(acc.DataBlobURI, v.Endpoint()+"/gateway-e2e/async/u1-results/") ||
 		!strings.Contains(acc.DataBlobURI, "X-Amz-Signature=") {

@@ -168,8 +168,8 @@ func TestEdgeLocal(t *testing.T) {
 		if resp.StatusCode != 408 || decodeError(t, resp, body).Error.Code != "RequestTimeout" || !closed {
 			t.Errorf("%d %s (closed %v); want 408 RequestTimeout and the connection closed", resp.StatusCode, body, closed)
 		}
-		if !within(took, time.Second, 50*time.Millisecond, time.Second) {
-			t.Errorf("answered after %v; want about 1 s, the TTL (not ClientBodyTimeoutMs, 30 s)", took)
+		if !within(took, time.Second, 50*time.Millisecond, loadMargin) {
+			t.Errorf("answered after %v; want after 1 s, the TTL (not ClientBodyTimeoutMs, 30 s)", took)
 		}
 	})
 	t.Run("malformed chunked body", func(t *testing.T) {
@@ -214,8 +214,10 @@ func TestEdgeTrustedProxy(t *testing.T) {
 	if resp.StatusCode != 504 || decodeError(t, resp, body).Error.Code != "TTLExpired" {
 		t.Errorf("%d %s; want 504 TTLExpired: the TTL started 700 ms before the gateway saw the request", resp.StatusCode, body)
 	}
-	if !within(took, 300*time.Millisecond, 50*time.Millisecond, time.Second) {
-		t.Errorf("answered after %v; want about 300 ms", took)
+	// Had the TTL started at arrival, the backend's 600 ms answer (a 200)
+	// would have come first: the 504 shows the earlier start was used.
+	if !within(took, 300*time.Millisecond, 50*time.Millisecond, loadMargin) {
+		t.Errorf("answered after %v; want after 300 ms", took)
 	}
 	line := gw.WaitLog(t, loadMargin, func(m map[string]any) bool { return m["msg"] == "request" && m["path"] == "/slow" })
 	if q, _ := line["queueMs"].(float64); q < 650 || line["acceptedAt"] == nil || line["arrivedAt"] == nil {

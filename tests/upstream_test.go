@@ -91,7 +91,7 @@ func TestHedgeOnPerTryTimeout(t *testing.T) {
 	if resp.StatusCode != 200 || string(body) != "first" {
 		t.Fatalf("got %d %q; want 200 from the first attempt, still running beside the hedge", resp.StatusCode, body)
 	}
-	if !within(took, 700*time.Millisecond, 20*time.Millisecond, 600*time.Millisecond) {
+	if !within(took, 700*time.Millisecond, 20*time.Millisecond, loadMargin) {
 		t.Errorf("answered after %v; want when the first backend answers, 700 ms", took)
 	}
 	if got := resp.Header.Get("X-Attempts"); got != "2" {
@@ -99,10 +99,10 @@ func TestHedgeOnPerTryTimeout(t *testing.T) {
 	}
 	select {
 	case at := <-second.closed:
-		if d := at.Sub(start); !within(d, took, took, 500*time.Millisecond) {
+		if d := at.Sub(start); !within(d, took, took, loadMargin) {
 			t.Errorf("the hedge's connection closed %v after the request; want when the first attempt answered (%v)", d, took)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(loadMargin):
 		t.Fatal("the hedge's backend never saw its connection closed")
 	}
 	for _, b := range []*recordingBackend{first, second} {
@@ -123,7 +123,7 @@ func TestHedgeOnPerTryTimeout(t *testing.T) {
 	if ed := decodeError(t, resp, body); resp.StatusCode != 504 || ed.Error.Code != "AttemptTimeout" || len(ed.Error.Attempts) != 1 {
 		t.Errorf("POST without a key: %d %s; want 504 AttemptTimeout after one attempt", resp.StatusCode, body)
 	}
-	if !within(took, timeout, 20*time.Millisecond, 400*time.Millisecond) {
+	if !within(took, timeout, 20*time.Millisecond, loadMargin) {
 		t.Errorf("POST without a key ended after %v; want one Timeout", took)
 	}
 	// With one, it is.
@@ -154,8 +154,10 @@ func TestEjectDeadHost(t *testing.T) {
 		}
 	}
 	resp, body, took := Do(t, "GET", gw.URL+"/e/x", nil, "")
-	if resp.StatusCode != 200 || string(body) != "b" || resp.Header.Get("X-Attempts") != "1" || took >= timeout {
-		t.Errorf("after ejection: %d %q x-Attempts %s after %v; want 200 from b at once, one attempt",
+	// One attempt shows the dead host was not tried first (its Timeout
+	// would have been waited out); no real-time bound needed.
+	if resp.StatusCode != 200 || string(body) != "b" || resp.Header.Get("X-Attempts") != "1" {
+		t.Errorf("after ejection: %d %q x-Attempts %s after %v; want 200 from b, one attempt",
 			resp.StatusCode, body, resp.Header.Get("X-Attempts"), took)
 	}
 	st := getStats(t, gw)

@@ -130,8 +130,10 @@ func TestClockStartsAtAcceptance(t *testing.T) {
 			if tt.status == 504 && errorCode(t, body) != "TTLExpired" {
 				t.Errorf("code %s; want TTLExpired", body)
 			}
-			if took < tt.within-50*time.Millisecond || took > tt.within+time.Second {
-				t.Errorf("answered after %v; want about %v", took, tt.within)
+			// The status tells which clock was used; the time is only
+			// checked for not coming early.
+			if took < tt.within-50*time.Millisecond || took > tt.within+answerSlack {
+				t.Errorf("answered after %v; want after %v", took, tt.within)
 			}
 			if tt.status == 504 {
 				waitLog(t, g.log, `"acceptedAt":"`)
@@ -173,8 +175,8 @@ func TestStreamedUploadBoundedByTTL(t *testing.T) {
 	if resp.StatusCode != 408 || errorCode(t, body) != "RequestTimeout" || !resp.Close {
 		t.Errorf("answer %d %s (close %v); want 408 RequestTimeout, Connection: close", resp.StatusCode, body, resp.Close)
 	}
-	if took < 950*time.Millisecond || took > 2*time.Second {
-		t.Errorf("408 after %v; want about 1 s, the TTL", took)
+	if took < 950*time.Millisecond || took > time.Second+answerSlack {
+		t.Errorf("408 after %v; want after 1 s, the TTL (not ClientBodyTimeoutMs, 30 s)", took)
 	}
 	if _, err := br.ReadByte(); err != io.EOF && !errors.Is(err, syscall.ECONNRESET) {
 		t.Errorf("after the 408 the connection gave %v; want it closed", err)

@@ -74,8 +74,8 @@ func TestWorkerFairBetweenProfiles(t *testing.T) {
 	// for ProfileWait, and passed over. That takes a few receives: bob's
 	// request is done within a few ProfileWaits, with room for a loaded
 	// machine (without the cap it waits for AsyncTimeout, an hour here).
-	within := 5*w.ProfileWait + 2*time.Second
-	deadline := start.Add(10 * within)
+	within := 5*w.ProfileWait + 20*time.Second
+	deadline := start.Add(within)
 	for {
 		v, err := a.Status(context.Background(), id)
 		if err != nil {

@@ -10,13 +10,16 @@ package emulators
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
-	"syscall"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -47,26 +50,27 @@ const (
 )
 
 // Azurite is a running (or stopped) Azurite process serving the Blob and
-// Queue services of AzuriteAccountName on loopback ports chosen at start.
+// Queue services of AzuriteAccountName on loopback ports it picks itself at
+// the first start (port 0; its "successfully listening at" lines name the
+// ports bound).
 // Its data lives in a test temporary directory, so it survives Stop and
 // Start. Methods may be called from multiple goroutines, but Start and Stop
 // are meant for the test goroutine.
 type Azurite struct {
 	node, script string
 	dir          string
-	blobPort     int
-	queuePort    int
-	tablePort    int
 	tls          *azuriteTLS // nil: plain HTTP
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{} // closed when cmd has exited
-	log  *logTail
+	mu        sync.Mutex
+	run       *child // nil when not running
+	blobPort  int    // 0 until the first start has read it back
+	queuePort int
+
+	log atomic.Pointer[logTail] // the current run's output
 }
 
-// StartAzurite starts Azurite on free loopback ports and waits until its
-// Blob and Queue services listen. The process is stopped when the test and
+// StartAzurite starts Azurite on loopback ports it picks and waits until
+// its Blob and Queue services listen. The process is stopped when the test and
 // its subtests finish.
 //
 // The `azurite` command is looked up on PATH (make test puts
@@ -106,80 +110,122 @@ func newAzurite(tb testing.TB) *Azurite {
 	if err != nil {
 		tb.Fatalf("emulators: %v; run `make tools` in the repository root (it installs Node %d and Azurite into .tools/node), and put .tools/node/node_modules/.bin on PATH (`make test` does)", err, azuriteMinNode)
 	}
-	ports, err := freePorts(3)
-	if err != nil {
-		tb.Fatalf("emulators: pick azurite ports: %v", err)
-	}
-	a := &Azurite{
-		node:      node,
-		script:    script,
-		dir:       tb.TempDir(),
-		blobPort:  ports[0],
-		queuePort: ports[1],
-		tablePort: ports[2],
-	}
-	return a
+	return &Azurite{node: node, script: script, dir: tb.TempDir()}
 }
 
 // Start starts the Azurite process again on the same ports and data after
-// Stop, and waits until it listens. It does nothing when it is running.
-// The process is stopped when tb finishes, so pass the test that should
-// outlive it, not a short subtest.
+// Stop, and waits until it listens; while another process holds one of
+// the ports, it retries until the ports are free or the start times out.
+// It does nothing when it is running. The process is stopped when tb
+// finishes, so pass the test that should outlive it, not a short subtest.
 func (a *Azurite) Start(tb testing.TB) {
 	tb.Helper()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.cmd != nil {
+	if a.run != nil {
 		return
 	}
-	args := []string{a.script,
+	// Registered before readiness is checked, so a failed start is cleaned
+	// up too. Stop is idempotent, so a Stop/Start cycle may register it
+	// more than once.
+	tb.Cleanup(a.Stop)
+	deadline := time.Now().Add(azuriteReadyTimeout)
+	taken := 0 // runs that found a port taken
+	for {
+		log := newLogTail(blobReadyLine, queueReadyLine)
+		a.log.Store(log)
+		c, err := spawn(a.argv(), nil, false, a.dir, log)
+		if err != nil {
+			tb.Fatalf("emulators: start azurite (%s %s): %v", a.node, a.script, err)
+		}
+		a.run = c
+		err = a.await(c, log, deadline)
+		switch {
+		case err == nil:
+			return
+		case errors.Is(err, errBindConflict) && a.blobPort != 0 && time.Now().Before(deadline):
+			// Another process holds a port; wait for it to let go.
+			taken++
+			a.run = nil
+			<-time.After(pollEvery)
+			continue
+		}
+		a.stopLocked()
+		if taken > 0 {
+			err = fmt.Errorf("%w (%d runs found it taken), then: %w", errBindConflict, taken, err)
+		}
+		tb.Fatalf("emulators: azurite (blob port %d, queue port %d): %v\n%s", a.blobPort, a.queuePort, err, log.String())
+	}
+}
+
+// argv is Azurite's command line: the ports of the first start, or 0. The
+// Table service, which nothing here uses, always gets a port it picks.
+func (a *Azurite) argv() []string {
+	argv := []string{a.node, a.script,
 		"--blobHost", "127.0.0.1", "--blobPort", strconv.Itoa(a.blobPort),
 		"--queueHost", "127.0.0.1", "--queuePort", strconv.Itoa(a.queuePort),
-		"--tableHost", "127.0.0.1", "--tablePort", strconv.Itoa(a.tablePort),
+		"--tableHost", "127.0.0.1", "--tablePort", "0",
 		"--location", a.dir,
 		"--skipApiVersionCheck", "--loose", "--disableTelemetry",
 		// Only the access log; the readiness lines are printed anyway.
 		"--silent",
 	}
 	if a.tls != nil {
-		args = append(args, "--cert", a.tls.certFile, "--key", a.tls.keyFile, "--oauth", "basic")
+		argv = append(argv, "--cert", a.tls.certFile, "--key", a.tls.keyFile, "--oauth", "basic")
 	}
-	cmd := exec.Command(a.node, args...)
-	cmd.Dir = a.dir
-	log := newLogTail(blobReadyLine, queueReadyLine)
-	cmd.Stdout = log
-	cmd.Stderr = log
-	if err := cmd.Start(); err != nil {
-		tb.Fatalf("emulators: start azurite (%s %s): %v", a.node, a.script, err)
-	}
-	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(done)
-	}()
-	a.cmd, a.done, a.log = cmd, done, log
-	// Registered before readiness is checked, so a failed start is cleaned
-	// up too. Stop is idempotent, so a Stop/Start cycle may register it
-	// more than once.
-	tb.Cleanup(a.Stop)
+	return argv
+}
 
-	deadline := time.NewTimer(azuriteReadyTimeout)
-	defer deadline.Stop()
+// await waits for Azurite's readiness lines, reads the ports they name
+// (the ports bound), and confirms that this process holds listening
+// sockets on them. On the first start it records the ports.
+func (a *Azurite) await(c *child, log *logTail, deadline time.Time) error {
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
 	select {
 	case <-log.ready:
-	case <-done:
-		tb.Fatalf("emulators: azurite exited before listening:\n%s", log.String())
-	case <-deadline.C:
-		tb.Fatalf("emulators: azurite not listening after %v:\n%s", azuriteReadyTimeout, log.String())
-	}
-	// The log line follows listen(); confirm both ports accept.
-	for _, port := range []int{a.blobPort, a.queuePort} {
-		conn, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), time.Second)
-		if err != nil {
-			tb.Fatalf("emulators: azurite said it listens, but: %v\n%s", err, log.String())
+	case <-c.done:
+		if isBindConflict(log.String()) {
+			return errBindConflict
 		}
-		_ = conn.Close()
+		return errors.New("exited before listening")
+	case <-timer.C:
+		return fmt.Errorf("not listening after %v", azuriteReadyTimeout)
 	}
+	blob, err := listeningAtPort(log.line(blobReadyLine))
+	if err != nil {
+		return err
+	}
+	queue, err := listeningAtPort(log.line(queueReadyLine))
+	if err != nil {
+		return err
+	}
+	if a.blobPort != 0 && (blob != a.blobPort || queue != a.queuePort) {
+		return fmt.Errorf("listens on blob port %d and queue port %d; want %d and %d", blob, queue, a.blobPort, a.queuePort)
+	}
+	if _, err := c.awaitListen(deadline, func(ports []int) (bool, error) {
+		return slices.Contains(ports, blob) && slices.Contains(ports, queue), nil
+	}); err != nil {
+		return fmt.Errorf("said it listens on ports %d and %d, but: %w", blob, queue, err)
+	}
+	if a.blobPort == 0 {
+		a.blobPort, a.queuePort = blob, queue
+	}
+	return nil
+}
+
+// listeningAtPort reads the port from a readiness line, "Azurite Blob
+// service is successfully listening at http://127.0.0.1:10000".
+func listeningAtPort(line string) (int, error) {
+	i := strings.LastIndexByte(line, ':')
+	if i < 0 {
+		return 0, fmt.Errorf("no port in %q", line)
+	}
+	port, err := strconv.Atoi(strings.TrimSpace(line[i+1:]))
+	if err != nil || port <= 0 {
+		return 0, fmt.Errorf("no port in %q", line)
+	}
+	return port, nil
 }
 
 // Stop stops the Azurite process (SIGTERM, then SIGKILL after a grace
@@ -188,17 +234,15 @@ func (a *Azurite) Start(tb testing.TB) {
 func (a *Azurite) Stop() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.cmd == nil {
+	a.stopLocked()
+}
+
+func (a *Azurite) stopLocked() {
+	if a.run == nil {
 		return
 	}
-	_ = a.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-a.done:
-	case <-time.After(azuriteStopGrace):
-		_ = a.cmd.Process.Kill()
-		<-a.done
-	}
-	a.cmd, a.done = nil, nil
+	a.run.stop(azuriteStopGrace)
+	a.run = nil
 }
 
 // BlobEndpoint is the Blob service URL of the development account:
@@ -234,14 +278,13 @@ func (a *Azurite) ConnectionString() string {
 		";QueueEndpoint=" + a.QueueEndpoint() + ";"
 }
 
-// Log returns the tail of Azurite's output, for failure messages.
+// Log returns the tail of the current run's output, for failure messages.
+// It does not wait for a start in progress.
 func (a *Azurite) Log() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.log == nil {
-		return ""
+	if log := a.log.Load(); log != nil {
+		return log.String()
 	}
-	return a.log.String()
+	return ""
 }
 
 // locateAzurite finds Azurite's JavaScript entry point and a node that can
@@ -271,7 +314,10 @@ var azuriteLocation = sync.OnceValues(func() (azuriteInstall, error) {
 })
 
 // freePorts returns n distinct free loopback TCP ports. They are held open
-// together so they differ, then released for the emulator to bind.
+// together so they differ, then released for the emulator to bind, so
+// another process may take one before the emulator does: callers detect
+// that (isBindConflict) and retry. Use port 0 where the emulator can bind
+// it.
 func freePorts(n int) ([]int, error) {
 	ports := make([]int, 0, n)
 	for range n {
@@ -297,10 +343,11 @@ type logTail struct {
 	tail    []byte
 	partial []byte // the current line, until its newline
 	missing map[string]bool
+	found   map[string]string // wanted string: the first line holding it
 }
 
 func newLogTail(wanted ...string) *logTail {
-	t := &logTail{ready: make(chan struct{}), missing: make(map[string]bool, len(wanted))}
+	t := &logTail{ready: make(chan struct{}), missing: make(map[string]bool, len(wanted)), found: make(map[string]string, len(wanted))}
 	for _, w := range wanted {
 		t.missing[w] = true
 	}
@@ -327,6 +374,7 @@ func (t *logTail) Write(p []byte) (int, error) {
 		for w := range t.missing {
 			if bytes.Contains(line, []byte(w)) {
 				delete(t.missing, w)
+				t.found[w] = string(line)
 			}
 		}
 		t.partial = rest
@@ -339,6 +387,13 @@ func (t *logTail) Write(p []byte) (int, error) {
 		close(t.ready)
 	}
 	return len(p), nil
+}
+
+// line returns the first line that held the wanted string w, or "".
+func (t *logTail) line(w string) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.found[w]
 }
 
 // String returns the kept output.

@@ -2,7 +2,6 @@ package emulators
 
 import (
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -32,12 +31,13 @@ const fauxqsReadyTimeout = 60 * time.Second // room for a loaded 2-core machine
 
 // fauxqsScript serves fauxqs's app on loopback only: its own command line
 // listens on every interface, so the app is started here instead, with the
-// module's file URL and the port from the environment.
+// module's file URL and the port from the environment (0: a port it picks,
+// which start reads back from its listening socket).
 const fauxqsScript = `
 const { buildApp } = await import(process.env.FAUXQS_MODULE_URL);
 const app = buildApp({ logger: false, host: "localhost", defaultRegion: process.env.FAUXQS_DEFAULT_REGION });
 await app.listen({ port: Number(process.env.FAUXQS_PORT), host: "127.0.0.1" });
-console.log("fauxqs listening on 127.0.0.1:" + process.env.FAUXQS_PORT);
+console.log("fauxqs listening on 127.0.0.1:" + app.server.address().port);
 `
 
 // Fauxqs is a running (or stopped) fauxqs, an SQS emulator speaking the
@@ -45,12 +45,11 @@ console.log("fauxqs listening on 127.0.0.1:" + process.env.FAUXQS_PORT);
 // Its queues live in memory: Stop loses them. Methods may be called from
 // multiple goroutines, but Start and Stop are meant for the test goroutine.
 type Fauxqs struct {
-	p    *process
-	port int
+	p *process
 }
 
-// StartFauxqs starts fauxqs on a free loopback port and waits until it
-// accepts connections. It is stopped when the test and its subtests finish.
+// StartFauxqs starts fauxqs on a loopback port it picks itself (port 0) and
+// waits until it listens there. It is stopped when the test and its subtests finish.
 //
 // The `fauxqs` command is looked up on PATH (make test puts
 // .tools/node/node_modules/.bin there). Its app is run by the first node of
@@ -63,21 +62,16 @@ func StartFauxqs(tb testing.TB) *Fauxqs {
 	if err != nil {
 		tb.Fatalf("emulators: %v; run `make tools` in the repository root (it installs Node 22 and fauxqs into .tools/node), and put .tools/node/node_modules/.bin on PATH (`make test` does)", err)
 	}
-	ports, err := freePorts(1)
-	if err != nil {
-		tb.Fatalf("emulators: pick a fauxqs port: %v", err)
-	}
-	port := ports[0]
-	f := &Fauxqs{port: port, p: &process{
+	f := &Fauxqs{p: &process{
 		name: "fauxqs",
-		argv: []string{node, "--no-warnings", "--input-type=module", "--eval", fauxqsScript},
-		env: []string{
-			"FAUXQS_MODULE_URL=" + module,
-			"FAUXQS_PORT=" + strconv.Itoa(port),
-			"FAUXQS_DEFAULT_REGION=" + FauxqsRegion,
+		command: func(port int) (argv, env []string) {
+			return []string{node, "--no-warnings", "--input-type=module", "--eval", fauxqsScript}, []string{
+				"FAUXQS_MODULE_URL=" + module,
+				"FAUXQS_PORT=" + strconv.Itoa(port),
+				"FAUXQS_DEFAULT_REGION=" + FauxqsRegion,
+			}
 		},
 		dir:   tb.TempDir(),
-		addr:  net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
 		ready: fauxqsReadyTimeout,
 	}}
 	f.p.start(tb)
@@ -85,7 +79,8 @@ func StartFauxqs(tb testing.TB) *Fauxqs {
 }
 
 // Start starts fauxqs again on the same port after Stop, with no queues,
-// and waits until it listens. It does nothing when it is running.
+// and waits until it listens; while another process holds the port, it
+// retries until the port is free or the start times out. It does nothing when it is running.
 func (f *Fauxqs) Start(tb testing.TB) {
 	tb.Helper()
 	f.p.start(tb)
@@ -104,7 +99,7 @@ func (f *Fauxqs) Endpoint() string {
 // their requests to Endpoint; the URL only names the queue (by its region
 // and name), whether the queue exists yet or not.
 func (f *Fauxqs) QueueURL(name string) string {
-	return fmt.Sprintf("http://sqs.%s.localhost:%d/%s/%s", FauxqsRegion, f.port, fauxqsAccount, name)
+	return fmt.Sprintf("http://sqs.%s.localhost:%d/%s/%s", FauxqsRegion, f.p.port, fauxqsAccount, name)
 }
 
 // Log returns the tail of fauxqs's output, for failure messages.

@@ -3,6 +3,7 @@ package emulators
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,16 +38,22 @@ type RIE struct {
 	dir       string
 	addr      string
 	bootstrap string
-	cmd       *exec.Cmd
-	done      chan struct{}
+	run       *child
 	out       *fullLog
 }
 
 // StartRIE starts aws-lambda-rie for bootstrap (an executable path) with env
 // added to a minimal environment (PATH, HOME, TMPDIR) (AWS_LAMBDA_FUNCTION_TIMEOUT and the
-// function's settings), its invocation endpoint and Runtime API on free
-// loopback ports, and waits until it accepts connections. It is stopped
-// (its function process thawed and ended with it) when the test finishes.
+// function's settings), its invocation endpoint and Runtime API on
+// loopback ports, and waits until it listens on both. It is stopped (its
+// function process thawed and ended with it) when the test finishes.
+//
+// The invocation endpoint binds port 0, and the port is read from the
+// emulator's listening sockets. The Runtime API cannot: the emulator hands
+// the function the address it was given, so port 0 would reach the
+// function as "127.0.0.1:0". Its port is chosen free here, and when the
+// emulator exits because another process took it meanwhile, it is started
+// again on another one.
 //
 // The `aws-lambda-rie` command is looked up on PATH; `make tools` installs
 // it into .tools/bin (a pinned `go install`) and `make test` puts that on
@@ -59,57 +67,55 @@ func StartRIE(tb testing.TB, bootstrap string, env map[string]string) *RIE {
 	if bootstrap, err = filepath.Abs(bootstrap); err != nil {
 		tb.Fatal(err)
 	}
-	ports, err := freePorts(2)
-	if err != nil {
-		tb.Fatalf("emulators: pick RIE ports: %v", err)
-	}
-	r := &RIE{
-		addr:      net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])),
-		bootstrap: bootstrap,
-		done:      make(chan struct{}),
-		out:       &fullLog{},
-	}
-	r.cmd = exec.Command(bin,
-		"--runtime-interface-emulator-address", r.addr,
-		"--runtime-api-address", net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1])),
-		bootstrap)
-	r.dir = tb.TempDir()
-	r.cmd.Dir = r.dir
+	r := &RIE{bootstrap: bootstrap, dir: tb.TempDir()}
 	// Only what a process needs to run: the caller's other variables
 	// (gateway settings, AWS credentials) must not reach the function.
+	var cmdEnv []string
 	for _, kv := range os.Environ() {
 		switch k, _, _ := strings.Cut(kv, "="); k {
 		case "PATH", "HOME", "TMPDIR", "GORACE", "GOCOVERDIR":
-			r.cmd.Env = append(r.cmd.Env, kv)
+			cmdEnv = append(cmdEnv, kv)
 		}
 	}
 	for k, v := range env {
-		r.cmd.Env = append(r.cmd.Env, k+"="+v)
+		cmdEnv = append(cmdEnv, k+"="+v)
 	}
-	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
-	if err := r.cmd.Start(); err != nil {
-		tb.Fatalf("emulators: start aws-lambda-rie: %v", err)
-	}
-	go func() {
-		_ = r.cmd.Wait()
-		close(r.done)
-	}()
 	tb.Cleanup(r.stop)
 	deadline := time.Now().Add(rieReadyTimeout)
 	for {
-		conn, err := net.DialTimeout("tcp", r.addr, 200*time.Millisecond)
-		if err == nil {
-			conn.Close()
+		ports, err := freePorts(1)
+		if err != nil {
+			tb.Fatalf("emulators: pick a Runtime API port: %v", err)
+		}
+		rapi := ports[0]
+		r.out = &fullLog{}
+		c, err := spawn([]string{bin,
+			"--runtime-interface-emulator-address", "127.0.0.1:0",
+			"--runtime-api-address", net.JoinHostPort("127.0.0.1", strconv.Itoa(rapi)),
+			bootstrap}, cmdEnv, true, r.dir, r.out)
+		if err != nil {
+			tb.Fatalf("emulators: start aws-lambda-rie: %v", err)
+		}
+		r.run = c
+		// It listens on the Runtime API port and its invocation port.
+		ports, err = c.awaitListen(deadline, func(ports []int) (bool, error) {
+			if len(ports) > 2 {
+				return false, fmt.Errorf("listens on %v; want the Runtime API port %d and one more", ports, rapi)
+			}
+			return len(ports) == 2 && slices.Contains(ports, rapi), nil
+		})
+		switch {
+		case err == nil:
+			invoke := ports[0]
+			if invoke == rapi {
+				invoke = ports[1]
+			}
+			r.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(invoke))
 			return r
+		case errors.Is(err, errBindConflict) && time.Now().Before(deadline):
+			continue
 		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("emulators: aws-lambda-rie not listening on %s after %v: %v\n%s", r.addr, rieReadyTimeout, err, r.Log())
-		}
-		select {
-		case <-r.done:
-			tb.Fatalf("emulators: aws-lambda-rie exited before listening:\n%s", r.Log())
-		case <-time.After(20 * time.Millisecond):
-		}
+		tb.Fatalf("emulators: aws-lambda-rie (Runtime API port %d): %v\n%s", rapi, err, r.Log())
 	}
 }
 
@@ -165,14 +171,14 @@ func (r *RIE) FunctionPID() (int, error) {
 			continue
 		}
 		f := strings.Fields(string(stat[i+1:]))
-		if len(f) < 2 || f[1] != strconv.Itoa(r.cmd.Process.Pid) {
+		if len(f) < 2 || f[1] != strconv.Itoa(r.run.cmd.Process.Pid) {
 			continue
 		}
 		if exe, err := os.Readlink("/proc/" + e.Name() + "/exe"); err == nil && exe == r.bootstrap {
 			return pid, nil
 		}
 	}
-	return 0, fmt.Errorf("no process of %s is a child of aws-lambda-rie (pid %d)", r.bootstrap, r.cmd.Process.Pid)
+	return 0, fmt.Errorf("no process of %s is a child of aws-lambda-rie (pid %d)", r.bootstrap, r.run.cmd.Process.Pid)
 }
 
 // Freeze stops the function process (SIGSTOP), as Lambda freezes an
@@ -196,17 +202,14 @@ func (r *RIE) Log() string { return r.out.String() }
 // stop thaws the function process, then ends the emulator (SIGTERM, SIGKILL
 // after a grace period) and the function process with it.
 func (r *RIE) stop() {
+	if r.run == nil {
+		return // never started
+	}
 	pid, _ := r.FunctionPID()
 	if pid > 0 {
 		_ = syscall.Kill(pid, syscall.SIGCONT)
 	}
-	_ = r.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-r.done:
-	case <-time.After(processStopGrace):
-		_ = r.cmd.Process.Kill()
-		<-r.done
-	}
+	r.run.stop(processStopGrace)
 	if pid > 0 {
 		_ = syscall.Kill(pid, syscall.SIGKILL) // the emulator may leave it behind
 	}

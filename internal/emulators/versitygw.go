@@ -32,8 +32,8 @@ type Versitygw struct {
 	p *process
 }
 
-// StartVersitygw starts versitygw with its posix backend on a free loopback
-// port and waits until it accepts connections. It is stopped when the test
+// StartVersitygw starts versitygw with its posix backend on a loopback port
+// it picks itself (port 0) and waits until it listens there. It is stopped when the test
 // and its subtests finish.
 //
 // The `versitygw` command is looked up on PATH; `make tools` installs it
@@ -45,24 +45,23 @@ func StartVersitygw(tb testing.TB) *Versitygw {
 	if err != nil {
 		tb.Fatalf("emulators: versitygw not found on PATH: %v; run `make tools` in the repository root (it installs versitygw into .tools/bin), and put .tools/bin on PATH (`make test` does)", err)
 	}
-	ports, err := freePorts(1)
-	if err != nil {
-		tb.Fatalf("emulators: pick a versitygw port: %v", err)
-	}
 	dir := tb.TempDir()
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
 	v := &Versitygw{p: &process{
 		name: "versitygw",
-		argv: []string{bin,
-			"--port", addr,
-			"--access", VersitygwAccessKey,
-			"--secret", VersitygwSecretKey,
-			"--region", VersitygwRegion,
-			"--quiet",
-			"posix", dir,
+		// Port 0 binds a free port; versitygw's banner prints the port it
+		// was given, not the one bound, so start reads it from the
+		// process's listening socket.
+		command: func(port int) (argv, env []string) {
+			return []string{bin,
+				"--port", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+				"--access", VersitygwAccessKey,
+				"--secret", VersitygwSecretKey,
+				"--region", VersitygwRegion,
+				"--quiet",
+				"posix", dir,
+			}, nil
 		},
 		dir:   dir,
-		addr:  addr,
 		ready: versitygwReadyTimeout,
 	}}
 	v.p.start(tb)
@@ -70,7 +69,8 @@ func StartVersitygw(tb testing.TB) *Versitygw {
 }
 
 // Start starts versitygw again on the same port and data after Stop and
-// waits until it listens. It does nothing when it is running. The process
+// waits until it listens; while another process holds the port, it retries
+// until the port is free or the start times out. It does nothing when it is running. The process
 // is stopped when tb finishes, so pass the test that should outlive it.
 func (v *Versitygw) Start(tb testing.TB) {
 	tb.Helper()
