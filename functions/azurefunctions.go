@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"fngateway/adapters/azurefunctions"
 	"fngateway/core"
@@ -18,6 +19,9 @@ import (
 // queue trigger delivers continuations on this host: no queue worker runs
 // in-process.
 func runAzureFunctions(ctx context.Context, logger *slog.Logger) error {
+	// Before the settings, stores and queues are opened: a request the host
+	// held meanwhile has waited that long too.
+	started := time.Now()
 	logger = slog.New(azurefunctions.LogHandler(logger.Handler()))
 	port := os.Getenv("FUNCTIONS_CUSTOMHANDLER_PORT")
 	if n, err := strconv.Atoi(strings.TrimSpace(port)); err != nil || n < 1 || n > 65535 {
@@ -57,6 +61,7 @@ func runAzureFunctions(ctx context.Context, logger *slog.Logger) error {
 		Addr:    net.JoinHostPort("127.0.0.1", strings.TrimSpace(port)),
 		Gateway: gw.handler,
 		Limits:  lim,
+		Started: started,
 		Logger:  logger,
 		// X-MS-CLIENT-PRINCIPAL* are the platform's only when App
 		// Service Authentication is on.
@@ -78,6 +83,8 @@ func runAzureFunctions(ctx context.Context, logger *slog.Logger) error {
 		slog.String("functionTimeout", ft),
 		slog.String("functionTimeoutSource", lim.Source),
 		slog.Int64("httpLimitMs", lim.HTTP.Milliseconds()),
+		slog.Int64("httpLeadMs", azurefunctions.HTTPLead.Milliseconds()),
+		slog.Int64("startupMs", time.Since(started).Milliseconds()),
 		slog.Int64("invocationLimitMs", lim.Invocation.Milliseconds()),
 		slog.Bool("async", bool(s.AsyncModeEnabled)),
 		slog.Bool("appServiceAuthentication", authEnabled))

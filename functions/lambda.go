@@ -10,6 +10,7 @@ import (
 
 	"fngateway/adapters/lambda"
 	"fngateway/core"
+	"fngateway/core/async"
 )
 
 // runLambda runs the gateway as an AWS Lambda function: the runtime loop
@@ -48,6 +49,11 @@ func runLambda(ctx context.Context, logger *slog.Logger) error {
 	}
 	if gw.async != nil {
 		h.Continuations = gw.async
+		// A continuation that failed transiently comes back after its
+		// backoff, not after the queue's whole visibility timeout.
+		if q, ok := gw.async.Queue.(async.VisibilityExtender); ok {
+			h.Queue = q
+		}
 	}
 	if tel := gw.telemetry; tel != nil {
 		// Before each invocation returns: the process may be frozen next.

@@ -26,8 +26,31 @@ const (
 	// Consumption, Premium, Dedicated), which also accept -1, unbounded.
 	PlanDefault = 30 * time.Minute
 	// HTTPLimit caps an HTTP-triggered invocation: the front end's load
-	// balancer drops a request that has not answered within 230 s.
+	// balancer drops a request that has not answered within 230 s
+	// ("Function app timeout duration": "230 seconds is the maximum amount
+	// of time that an HTTP triggered function can take to respond to a
+	// request ... because of the default idle timeout of Azure Load
+	// Balancer"). Its clock starts when the front end takes the request,
+	// before the handler sees it: see HTTPLead.
 	HTTPLimit = 230 * time.Second
+	// HTTPLead is how long the load balancer's clock may have run before the
+	// handler sees a request, which nothing the handler is given tells (the
+	// host forwards only X-Azure-Functions-InvocationId and -HostVersion; no
+	// documented App Service header carries the front end's arrival time):
+	// the front end's routing, a cold start (instance allocation, package
+	// mount, host start) and the host's forwarding. It is cited, not
+	// measured: Microsoft documents no bound on a cold start and advises
+	// measuring the deployed app; the host's maintainers have looked into
+	// cold starts of 29.4 s (azure-webjobs-sdk-script#838). The host itself
+	// queues no HTTP request by default (host.json extensions.http
+	// maxConcurrentRequests and maxOutstandingRequests unbounded), so a warm
+	// request has waited far less.
+	HTTPLead = 30 * time.Second
+	// HandlerStartLimit is how long the host waits for a custom handler to
+	// listen before it gives up on the process (HttpWorkerOptions'
+	// InitializationTimeout in the host's source): a request the host held
+	// during the handler's start reaches it within that much of its start.
+	HandlerStartLimit = 30 * time.Second
 )
 
 // Setting names read from the environment.
@@ -54,6 +77,31 @@ type Limits struct {
 	// Warning, if set, should be logged once at start-up (the limit is a
 	// plan default rather than a configured value).
 	Warning string
+}
+
+// HTTPDeadline returns the deadline of an HTTP invocation that reached the
+// handler at arrival, in a process started at started (zero: unknown): the
+// earlier of the host's limit, arrival plus l.HTTP, and the load
+// balancer's, HTTPLimit counted from HTTPLead before the request reached
+// the handler. A request that arrives within HandlerStartLimit of the
+// process's start may have waited through it (the host holds requests
+// until the handler listens), so its load-balancer clock is counted from
+// HTTPLead before the process started instead: the handler's own start-up
+// is measured, not guessed. Zero l.HTTP means no deadline (the zero time).
+func (l Limits) HTTPDeadline(arrival, started time.Time) time.Time {
+	if l.HTTP <= 0 {
+		return time.Time{}
+	}
+	start := arrival
+	if !started.IsZero() && started.Before(arrival) && arrival.Before(started.Add(HandlerStartLimit)) {
+		start = started
+	}
+	host := arrival.Add(l.HTTP)
+	lb := start.Add(HTTPLimit - HTTPLead)
+	if lb.Before(host) {
+		return lb
+	}
+	return host
 }
 
 // LoadLimits works out the execution limits the way the Functions host

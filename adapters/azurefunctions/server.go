@@ -80,6 +80,10 @@ type Server struct {
 	Continuations Continuer
 	// Limits bound each invocation; zero fields bound nothing.
 	Limits Limits
+	// Started is when the process started (zero: unknown). HTTP requests
+	// that reach the handler within HandlerStartLimit of it count the load
+	// balancer's clock from there (Limits.HTTPDeadline).
+	Started time.Time
 	// AuthEnabled says App Service Authentication is on for the app
 	// (WEBSITE_AUTH_ENABLED, read by the caller): only then were the
 	// X-MS-CLIENT-PRINCIPAL* headers set by the platform, and only then is
@@ -149,9 +153,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		platformPeer(r)
 		ctx := async.WithCaller(r.Context(), principal(r.Header))
-		if s.Limits.HTTP > 0 {
+		if dl := s.Limits.HTTPDeadline(arrival, s.Started); !dl.IsZero() {
 			var cancel context.CancelFunc
-			ctx, cancel = context.WithDeadline(ctx, arrival.Add(s.Limits.HTTP))
+			ctx, cancel = context.WithDeadline(ctx, dl)
 			defer cancel()
 		}
 		s.Gateway.ServeHTTP(w, r.WithContext(ctx))

@@ -72,6 +72,18 @@ type Handler struct {
 	// environment did not say it at start-up. Its error fails that
 	// invocation and every later one. Nil checks nothing.
 	Check func(functionTimeout time.Duration) error
+	// Queue, if set, is the queue the SQS events come from (AsyncQueue).
+	// A record whose continuation failed transiently is hidden on it for
+	// Redelivery's wait (ChangeMessageVisibility) before it is listed as a
+	// batch item failure, so that SQS delivers it again after that wait
+	// rather than after the queue's whole visibility timeout. Nil leaves
+	// every failed record to the visibility timeout.
+	Queue async.VisibilityExtender
+	// Redelivery is the wait before a failed continuation's next delivery;
+	// it never exceeds the invocation's own time limit, which Lambda keeps
+	// within the queue's visibility timeout. The zero value uses
+	// async.Redelivery's defaults.
+	Redelivery async.Redelivery
 	// Logger receives failed records and undecodable events. Nil discards.
 	Logger *slog.Logger
 	// Flush, if set, is called before each invocation returns (for a
