@@ -45,12 +45,12 @@ func TestWrittenSettings(t *testing.T) {
 	}{
 		{azureSpec, nil, map[string]string{
 			"Hosts": "https://backend.example", "AsyncStore": "azure", "AsyncQueue": "gateway-continuations",
-			"AzureWebJobsStorage": "", "AzureWebJobsStorage__blobServiceUri": afterApply, "AzureWebJobsStorage__queueServiceUri": afterApply,
+			"AzureWebJobsStorage__accountName": afterApply, "AzureWebJobsStorage__blobServiceUri": afterApply, "AzureWebJobsStorage__queueServiceUri": afterApply,
 			"AzureWebJobsStorage__credential": "managedidentity", "AzureFunctionsJobHost__functionTimeout": "00:30:00",
 		}},
 		{azureSpec, vars{"function_timeout": cty.NumberIntVal(3599), "timeout": cty.NumberIntVal(60000), "async_mode_enabled": cty.True}, map[string]string{
 			"Hosts": "https://backend.example", "AsyncStore": "azure", "AsyncQueue": "gateway-continuations",
-			"AzureWebJobsStorage": "", "AzureWebJobsStorage__blobServiceUri": afterApply, "AzureWebJobsStorage__queueServiceUri": afterApply,
+			"AzureWebJobsStorage__accountName": afterApply, "AzureWebJobsStorage__blobServiceUri": afterApply, "AzureWebJobsStorage__queueServiceUri": afterApply,
 			"AzureWebJobsStorage__credential": "managedidentity", "AzureFunctionsJobHost__functionTimeout": "00:59:59",
 			"Timeout": "60000", "AsyncModeEnabled": "true",
 		}},
@@ -65,7 +65,7 @@ func TestWrittenSettings(t *testing.T) {
 		}},
 		{azureSpec, vars{"otel_exporter_otlp_endpoint": cty.StringVal("https://collector.example:4318")}, map[string]string{
 			"Hosts": "https://backend.example", "AsyncStore": "azure", "AsyncQueue": "gateway-continuations",
-			"AzureWebJobsStorage": "", "AzureWebJobsStorage__blobServiceUri": afterApply, "AzureWebJobsStorage__queueServiceUri": afterApply,
+			"AzureWebJobsStorage__accountName": afterApply, "AzureWebJobsStorage__blobServiceUri": afterApply, "AzureWebJobsStorage__queueServiceUri": afterApply,
 			"AzureWebJobsStorage__credential": "managedidentity", "AzureFunctionsJobHost__functionTimeout": "00:30:00",
 			"OTEL_EXPORTER_OTLP_ENDPOINT": "https://collector.example:4318", "OTEL_SERVICE_NAME": "fngw",
 			"AzureFunctionsJobHost__telemetryMode": "OpenTelemetry",

@@ -261,11 +261,13 @@ func TestAzureFunctionsModuleSettings(t *testing.T) {
 		"UserProfiles":        asyncProfile,
 		"AsyncTriggerTimeout": "500",
 	})
-	// The provider's key-less string, or what the module writes instead.
-	if cred, err := azure.CarriesCredential(env["AzureWebJobsStorage"]); cred || err != nil {
-		t.Fatalf("AzureWebJobsStorage = %q; want no credential (%v)", env["AzureWebJobsStorage"], err)
+	// The provider's key-less string stays: the module writes no empty
+	// AzureWebJobsStorage over it (terraform/azure/main.tf), and the
+	// handler starts beside it on the identity settings alone.
+	if cred, err := azure.CarriesCredential(env["AzureWebJobsStorage"]); cred || err != nil || env["AzureWebJobsStorage"] == "" {
+		t.Fatalf("AzureWebJobsStorage = %q; want the provider's key-less string, not empty and without a credential (%v)", env["AzureWebJobsStorage"], err)
 	}
-	for _, k := range []string{"AzureWebJobsStorage__blobServiceUri", "AzureWebJobsStorage__queueServiceUri", "AzureWebJobsStorage__credential"} {
+	for _, k := range []string{"AzureWebJobsStorage__blobServiceUri", "AzureWebJobsStorage__queueServiceUri", "AzureWebJobsStorage__accountName", "AzureWebJobsStorage__credential"} {
 		if env[k] == "" {
 			t.Fatalf("the module no longer writes %s: update this test", k)
 		}
