@@ -165,10 +165,11 @@ func TestNesting(t *testing.T) {
 		{vars{"continuation_max_concurrency": n(1)}, false},
 		{vars{"continuation_max_concurrency": n(1000)}, true},
 		{vars{"continuation_max_concurrency": n(1001)}, false},
-		// Notifications go only to queues the role may use.
-		{vars{"user_profiles": cty.StringVal(`[{"userId":"a","async-config":{"topic":"gw-events"}}]`), "notification_queue_prefix": cty.StringVal("gw-")}, true},
-		{vars{"user_profiles": cty.StringVal(`[{"userId":"a","async-config":{"topic":"events"}}]`), "notification_queue_prefix": cty.StringVal("gw-")}, false},
-		{vars{"user_profiles": cty.StringVal(`[{"userId":"a","async-config":{"topic":"gw-events"}}]`)}, false},
+		// Notification queues are created by the module: topics must be queue names.
+		{vars{"user_profiles": cty.StringVal(`[{"userId":"a","async-config":{"topic":"gw-events"}}]`)}, true},
+		{vars{"user_profiles": cty.StringVal(`[{"userId":"a","async-config":{"topic":"gw.events"}}]`)}, false},
+		{vars{"notification_topics": cty.ListVal([]cty.Value{cty.StringVal("gw-extra")})}, true},
+		{vars{"notification_topics": cty.ListVal([]cty.Value{cty.StringVal("gw extra")})}, false},
 		{vars{"user_profiles": cty.StringVal(`[{"userId":"a","async-config":{"enabled":true}}]`)}, true},
 	}
 	for _, c := range []struct {
