@@ -41,7 +41,11 @@ func openAzure(_ context.Context, s *core.Settings) (*azureParts, error) {
 	if err != nil {
 		return nil, &core.SettingError{Name: "AsyncQueue", Value: name, Want: err.Error()}
 	}
-	return &azureParts{store: acct.Store(), queue: q, notifier: acct.Notifier()}, nil
+	// On the Functions host Terraform creates every notification queue
+	// (CONTRACT §6): a missing one is an error, not created.
+	notifier := acct.Notifier()
+	notifier.NoCreate = os.Getenv("FUNCTIONS_CUSTOMHANDLER_PORT") != ""
+	return &azureParts{store: acct.Store(), queue: q, notifier: notifier}, nil
 }
 
 // azureStorageConfig reads the storage settings as the Functions host does
