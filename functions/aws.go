@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -59,5 +60,9 @@ func openAWS(ctx context.Context, s *core.Settings) (*awsParts, error) {
 	if err != nil {
 		return nil, &core.SettingError{Name: "AsyncQueue", Value: s.AsyncQueue, Want: err.Error()}
 	}
-	return &awsParts{store: store, queue: queue, notifier: aws.NewNotifier(cfg)}, nil
+	// On Lambda, Terraform creates every notification queue and the role may
+	// only send to them (CONTRACT §6): a missing one is an error, not created.
+	notifier := aws.NewNotifier(cfg)
+	notifier.NoCreate = os.Getenv("AWS_LAMBDA_RUNTIME_API") != ""
+	return &awsParts{store: store, queue: queue, notifier: notifier}, nil
 }

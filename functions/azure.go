@@ -41,13 +41,17 @@ func openAzure(_ context.Context, s *core.Settings) (*azureParts, error) {
 	if err != nil {
 		return nil, &core.SettingError{Name: "AsyncQueue", Value: name, Want: err.Error()}
 	}
-	return &azureParts{store: acct.Store(), queue: q, notifier: acct.Notifier()}, nil
+	// On the Functions host Terraform creates every notification queue
+	// (CONTRACT §6): a missing one is an error, not created.
+	notifier := acct.Notifier()
+	notifier.NoCreate = os.Getenv("FUNCTIONS_CUSTOMHANDLER_PORT") != ""
+	return &azureParts{store: acct.Store(), queue: q, notifier: notifier}, nil
 }
 
 // azureStorageConfig reads the storage settings as the Functions host does
 // (CONTRACT §1): the AzureWebJobsStorage connection string conn, or the
 // identity-based AzureWebJobsStorage__blobServiceUri / __queueServiceUri
-// (or __accountName, from which both are derived), with __credential
+// (or __accountName, from which a URI not given is derived), with __credential
 // (managedidentity) and __clientId for a user-assigned identity. getenv
 // reads the environment.
 //
@@ -67,9 +71,14 @@ func azureStorageConfig(conn string, getenv func(string) string) (azure.Config, 
 	blobURI := strings.TrimSpace(getenv(blobName))
 	queueURI := strings.TrimSpace(getenv(queueName))
 	account := strings.TrimSpace(getenv(accountName))
-	if account != "" && blobURI == "" && queueURI == "" {
-		// The host's own derivation for an account in the public cloud.
+	// The host's own derivation for an account in the public cloud, for
+	// each service whose URI is not given: terraform/azure writes the
+	// account name beside both URIs, as the host's maintainers advise
+	// (azure-functions-host #11787), and a URI given wins over it.
+	if account != "" && blobURI == "" {
 		blobURI = "https://" + account + ".blob.core.windows.net"
+	}
+	if account != "" && queueURI == "" {
 		queueURI = "https://" + account + ".queue.core.windows.net"
 	}
 	identity := blobURI != "" || queueURI != ""

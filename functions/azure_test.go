@@ -62,6 +62,13 @@ func TestAzureStorageConfig(t *testing.T) {
 		{name: "key beside one URI", conn: withKey, env: map[string]string{"AzureWebJobsStorage__queueServiceUri": queue}, wantErr: "not both"},
 		{name: "mangled string beside identity", conn: "AccountName=acct;" + key, env: identity, wantErr: "part 2 is not Name=Value"},
 		{name: "key-less string alone", conn: keyless, wantConn: keyless}, // refused by NewAccount: AccountKey is empty
+		{name: "account name beside both URIs: the URIs win", conn: keyless, env: with(identity, "AzureWebJobsStorage__accountName", "other"), wantBlob: blob, wantQueue: queue},
+		{name: "account name beside the blob URI gives the queue URI", conn: keyless,
+			env:      map[string]string{"AzureWebJobsStorage__accountName": "acct", "AzureWebJobsStorage__blobServiceUri": blob, "AzureWebJobsStorage__credential": "managedidentity"},
+			wantBlob: blob, wantQueue: "https://acct.queue.core.windows.net"},
+		{name: "account name beside the queue URI gives the blob URI",
+			env:      map[string]string{"AzureWebJobsStorage__accountName": "acct", "AzureWebJobsStorage__queueServiceUri": queue},
+			wantBlob: "https://acct.blob.core.windows.net", wantQueue: queue},
 		{name: "key-less string beside one URI", conn: keyless, env: map[string]string{"AzureWebJobsStorage__blobServiceUri": blob},
 			wantErr: "or both AzureWebJobsStorage__blobServiceUri and __queueServiceUri"},
 		{name: "nothing", wantErr: `setting AzureWebJobsStorage="": want a connection string`},

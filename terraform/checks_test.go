@@ -60,7 +60,7 @@ var azureSpec = spec{
 	dir:        "azure",
 	settingsAt: []string{"azurerm_function_app_flex_consumption.gateway", "app_settings"},
 	platform: []string{
-		"AzureWebJobsStorage",
+		"AzureWebJobsStorage__accountName",
 		"AzureWebJobsStorage__blobServiceUri",
 		"AzureWebJobsStorage__queueServiceUri",
 		"AzureWebJobsStorage__credential",
@@ -73,7 +73,7 @@ var azureSpec = spec{
 	},
 	notHere: map[string]string{
 		"ListenAddr":          "local host only",
-		"AzureWebJobsStorage": "identity-based: AzureWebJobsStorage__* instead of a connection string (the module writes it empty over the provider's key-less one)",
+		"AzureWebJobsStorage": "identity-based: AzureWebJobsStorage__* instead of a connection string (the provider writes a key-less one the module leaves alone: terraform/azure/main.tf)",
 		"InvokeMode":          "Lambda only",
 		"EmfNamespace":        "CloudWatch only: metrics reach Azure Monitor over OpenTelemetry",
 	},

@@ -117,20 +117,70 @@ func TestDeployedSettings(t *testing.T) {
 	}
 }
 
+// providerReadDrops are the app settings azurerm_function_app_flex_consumption's
+// Read (unpackFunctionAppFlexConsumptionSettings, provider 4.x up to at least
+// 4.81.0) moves out of app_settings: AzureWebJobsStorage into
+// storage_access_key, the two Application Insights settings into
+// site_config, WEBSITE_HEALTHCHECK_MAXPINGFAILURES into site_config's
+// health_check_eviction_time_in_min, DEPLOYMENT_STORAGE_CONNECTION_STRING
+// dropped. An app_settings entry with one of these names is written by every
+// apply and never read back: a plan that is never empty, and an app
+// restarted by every apply.
+var providerReadDrops = []string{
+	"AzureWebJobsStorage",
+	"APPINSIGHTS_INSTRUMENTATIONKEY",
+	"APPLICATIONINSIGHTS_CONNECTION_STRING",
+	"WEBSITE_HEALTHCHECK_MAXPINGFAILURES",
+	"DEPLOYMENT_STORAGE_CONNECTION_STRING",
+}
+
+// TestAzureAppSettingsReadBack checks that the Azure module writes no app
+// setting the provider's Read drops, whatever its variables, so that the
+// state read back after an apply equals the configuration and a second
+// apply plans no change (terraform/azure/main.tf, host_settings).
+func TestAzureAppSettingsReadBack(t *testing.T) {
+	m, err := loadModule("azure")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, given := range []vars{
+		nil,
+		{"otel_exporter_otlp_endpoint": cty.StringVal("https://collector.example:4318"), "otel_exporter_otlp_headers": cty.StringVal("api-key=x")},
+		{"async_mode_enabled": cty.True, "user_profiles": cty.StringVal(`[{"userId":"a","async-config":{"enabled":true,"topic":"a-events"}}]`)},
+		{"authentication": cty.StringVal("none")},
+	} {
+		t.Run(describe(given), func(t *testing.T) {
+			got, err := writtenSettings(m, azureSpec, given)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k := range got {
+				for _, d := range providerReadDrops {
+					if strings.EqualFold(k, d) {
+						t.Errorf("app_settings writes %s: the provider's Read drops %s, so every apply would rewrite the settings and restart the app", k, d)
+					}
+				}
+			}
+		})
+	}
+}
+
 // TestDeployedAzureStorage checks the deployed Azure app's storage settings:
-// the key-less AzureWebJobsStorage the provider writes is replaced by an empty
-// one, so that the Functions host (and the gateway) use the identity-based
-// settings beside it.
+// the identity-based ones the Functions host documents, __accountName among
+// them (azure-functions-host #11787), and no empty AzureWebJobsStorage: the
+// provider's key-less string stays, naming the account without a
+// credential, and the gateway lets the identity settings win over it.
 func TestDeployedAzureStorage(t *testing.T) {
 	df := deployedFiles[0]
 	got, err := computeDeployed(df.example, df.sp, df.sample, df.placeholders, df.provider)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, ok := got.Settings["AzureWebJobsStorage"]; !ok || v != "" {
-		t.Errorf("AzureWebJobsStorage=%q (set %v): want it set empty over the provider's key-less %q", v, ok, got.ProviderWrites["AzureWebJobsStorage"])
+	if v, pv := got.Settings["AzureWebJobsStorage"], got.ProviderWrites["AzureWebJobsStorage"]; v != pv || v == "" {
+		t.Errorf("AzureWebJobsStorage=%q; want the provider's key-less %q, neither replaced nor empty", v, pv)
 	}
 	for k, want := range map[string]string{
+		"AzureWebJobsStorage__accountName":     "${STORAGE_ACCOUNT}",
 		"AzureWebJobsStorage__blobServiceUri":  "${BLOB_ENDPOINT}",
 		"AzureWebJobsStorage__queueServiceUri": "${QUEUE_ENDPOINT}",
 		"AzureWebJobsStorage__credential":      "managedidentity",

@@ -1,10 +1,12 @@
 package terraform
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -383,4 +385,141 @@ go run ./functions check "$URL"
 			t.Errorf("want a problem containing %q; got:\n%s", want, all)
 		}
 	}
+}
+
+// TestGuideChecks checks that each deploy guide's functions check step runs
+// the probes the guide promises: a TTL that runs out during an attempt
+// (--slow-path with a positive --ttl, not the S7PTTL: 0 that expires before
+// any attempt) and an async request followed to its result (--async with
+// --profile naming a profile of the example whose async-config is enabled);
+// and that the Azure guide retries the first zip deployment while the app
+// identity's new storage role propagates.
+func TestGuideChecks(t *testing.T) {
+	for _, g := range guides {
+		t.Run(filepath.Base(g.doc), func(t *testing.T) {
+			src, err := os.ReadFile(g.doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			profiles := exampleAsyncProfiles(t, g.example)
+			n := 0
+			for _, block := range fence.FindAllStringSubmatch(string(src), -1) {
+				for _, line := range shellLines(block[2]) {
+					if !strings.Contains(line, "go run ./functions check") {
+						continue
+					}
+					n++
+					for _, p := range checkStepProblems(shellWords(line), profiles) {
+						t.Errorf("%s: %q: %s", g.doc, line, p)
+					}
+				}
+			}
+			if n == 0 {
+				t.Errorf("%s: no go run ./functions check step", g.doc)
+			}
+			if g.module == "azure" {
+				for _, p := range zipRetryProblems(string(src)) {
+					t.Errorf("%s: %s", g.doc, p)
+				}
+			}
+		})
+	}
+}
+
+// checkStepProblems returns what a functions check command line lacks.
+func checkStepProblems(words []string, asyncProfiles map[string]bool) []string {
+	var problems []string
+	value := func(flag string) (string, bool) {
+		i := indexWord(words, flag)
+		if i < 0 || i+1 >= len(words) {
+			return "", false
+		}
+		return words[i+1], true
+	}
+	if p, ok := value("--slow-path"); !ok || !strings.HasPrefix(p, "/") {
+		problems = append(problems, "no --slow-path: the TTL probe then sends S7PTTL: 0, which expires before any attempt, not on time")
+	}
+	if v, ok := value("--ttl"); ok {
+		if f, err := strconv.ParseFloat(v, 64); err != nil || f <= 0 {
+			problems = append(problems, fmt.Sprintf("--ttl %s: want a positive number of seconds", v))
+		}
+	}
+	if indexWord(words, "--async") < 0 {
+		problems = append(problems, "no --async: no async request is followed to its result")
+	}
+	if p, ok := value("--profile"); !ok || !asyncProfiles[p] {
+		problems = append(problems, fmt.Sprintf("--profile %q: want a profile of the example with async-config.enabled (%q)", p, sortedKeys(asyncProfiles)))
+	}
+	return problems
+}
+
+// zipRetryProblems returns what the Azure guide's zip deployment lacks: it
+// must be retried (for … && break … sleep … done), since the first one
+// fails while the app identity's Storage Blob Data Owner assignment
+// propagates.
+func zipRetryProblems(doc string) []string {
+	for _, block := range fence.FindAllStringSubmatch(doc, -1) {
+		if !strings.Contains(block[2], "config-zip") {
+			continue
+		}
+		lines := shellLines(block[2])
+		retried := len(lines) > 0 && strings.HasPrefix(lines[0], "for ") && strings.Contains(block[2], "sleep ") && lines[len(lines)-1] == "done"
+		for _, l := range lines {
+			if strings.Contains(l, "config-zip") && !strings.HasSuffix(l, "&& break") {
+				retried = false
+			}
+		}
+		if !retried {
+			return []string{"the zip deployment is not retried (for …; do az … config-zip … && break; sleep …; done): the first one fails with 400 BlobUploadFailedException until the storage role assignment has propagated"}
+		}
+		return nil
+	}
+	return []string{"no az functionapp deployment source config-zip step"}
+}
+
+// exampleAsyncProfiles returns the userIds of the example's user_profiles
+// whose async-config is enabled.
+func exampleAsyncProfiles(tb testing.TB, example string) map[string]bool {
+	tb.Helper()
+	ex, err := loadModule(example)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	sample := azureSpec.sample
+	if strings.HasSuffix(example, "aws") {
+		sample = awsSpec.sample
+	}
+	for _, df := range deployedFiles {
+		if df.example == example {
+			sample = df.sample
+		}
+	}
+	e, err := ex.eval(sample)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	_, args, err := e.callArgs("gateway")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	raw, ok := args["user_profiles"]
+	if !ok || raw.IsNull() || !raw.IsKnown() {
+		tb.Fatalf("%s: the gateway module gets no known user_profiles", example)
+	}
+	var profiles []struct {
+		UserID      string `json:"userId"`
+		AsyncConfig struct {
+			Enabled bool `json:"enabled"`
+		} `json:"async-config"`
+	}
+	if err := json.Unmarshal([]byte(raw.AsString()), &profiles); err != nil {
+		tb.Fatalf("%s: user_profiles: %v", example, err)
+	}
+	out := map[string]bool{}
+	for _, p := range profiles {
+		if p.AsyncConfig.Enabled {
+			out[p.UserID] = true
+		}
+	}
+	return out
 }

@@ -4,12 +4,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
 )
 
 // sdkPermissions maps each AWS SDK call infra/aws makes (file, then
@@ -34,10 +37,11 @@ var sdkPermissions = map[string][]grant{
 	"queue.go q.client.ReceiveMessage":          {{"Continuations", "sqs:ReceiveMessage"}},
 	"queue.go q.client.DeleteMessage":           {{"Continuations", "sqs:DeleteMessage"}},
 	"queue.go q.client.ChangeMessageVisibility": {{"Continuations", "sqs:ChangeMessageVisibility"}},
-	// createQueue: a missing continuation queue (the module creates it), or
-	// a notification queue on first use.
-	"queue.go client.CreateQueue":      {{"Notifications", "sqs:CreateQueue"}},
-	"queue.go client.GetQueueUrl":      {{"Notifications", "sqs:GetQueueUrl"}},
+	// createQueue: a missing queue, created only off Lambda (the module
+	// creates the continuation and notification queues; on Lambda the
+	// Notifier has NoCreate and the role grants no sqs:CreateQueue).
+	"queue.go client.CreateQueue":      nil,
+	"queue.go client.GetQueueUrl":      nil,
 	"notifier.go n.client.GetQueueUrl": {{"Notifications", "sqs:GetQueueUrl"}},
 	"notifier.go n.client.SendMessage": {{"Notifications", "sqs:SendMessage"}},
 }
@@ -197,4 +201,116 @@ func TestLambdaRolePermissionsFail(t *testing.T) {
 			t.Errorf("want a problem containing %q, got:\n%s", want, problems)
 		}
 	}
+}
+
+// TestNotificationQueuesOwned checks that each module creates the
+// notification queue of every profile topic (and of notification_topics),
+// so terraform destroy removes them, and that the AWS role may only send to
+// those queues: no sqs:CreateQueue, the Notifications statement on the
+// module's own queues (CONTRACT §6).
+func TestNotificationQueuesOwned(t *testing.T) {
+	profiles := cty.StringVal(`[{"userId":"a","async-config":{"enabled":true,"topic":"gw-a-events"}},{"userId":"b","async-config":{"topic":"gw-a-events"}},{"userId":"c"}]`)
+	for _, c := range []struct {
+		sp       spec
+		resource string
+	}{{awsSpec, "aws_sqs_queue.notifications"}, {azureSpec, "azurerm_storage_queue.notifications"}} {
+		t.Run(c.sp.dir, func(t *testing.T) {
+			m, err := loadModule(c.sp.dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			given := c.sp.sample.with(vars{"user_profiles": profiles, "notification_topics": cty.ListVal([]cty.Value{cty.StringVal("gw-extra")})})
+			e, err := m.eval(given)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fe, err := e.attr(c.resource, "for_each")
+			if err != nil {
+				t.Fatalf("%v: want the module to create the profiles' notification queues", err)
+			}
+			var got []string
+			for it := fe.ElementIterator(); it.Next(); {
+				_, v := it.Element()
+				s, _ := text(v)
+				got = append(got, s)
+			}
+			sort.Strings(got)
+			if want := []string{"gw-a-events", "gw-extra"}; !reflect.DeepEqual(got, want) {
+				t.Errorf("%s for_each = %q, want %q", c.resource, got, want)
+			}
+			name, err := m.attrExpr(c.resource, "name")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tr := name.Variables(); len(tr) != 1 || tr[0].RootName() != "each" {
+				t.Errorf("%s name is not each.value", c.resource)
+			}
+			if c.sp.dir != "aws" {
+				return
+			}
+			granted, err := policyActions(m, given, "aws_iam_policy_document.gateway")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for sid, acts := range granted {
+				if contains(acts, "sqs:CreateQueue") {
+					t.Errorf("statement %s grants sqs:CreateQueue: the module creates every queue", sid)
+				}
+			}
+			if acts := granted["Notifications"]; !contains(acts, "sqs:SendMessage") || !contains(acts, "sqs:GetQueueUrl") || len(acts) != 2 {
+				t.Errorf("Notifications grants %q, want sqs:GetQueueUrl and sqs:SendMessage only", acts)
+			}
+			res, err := statementResources(m, "aws_iam_policy_document.gateway", "Notifications")
+			if err != nil {
+				t.Fatal(err)
+			}
+			refs := map[string]bool{}
+			for _, tr := range res.Variables() {
+				if tr.RootName() == "aws_sqs_queue" {
+					if a, ok := tr[1].(hcl.TraverseAttr); ok {
+						refs[a.Name] = true
+					}
+				}
+			}
+			if len(refs) != 1 || !refs["notifications"] {
+				t.Errorf("Notifications resources refer to %v; want the module's aws_sqs_queue.notifications only", refs)
+			}
+		})
+	}
+}
+
+// statementResources returns the resources expression of the statement
+// (or dynamic statement's content) with sid in the policy document key.
+func statementResources(m *module, key, sid string) (hcl.Expression, error) {
+	b, ok := m.data[key]
+	if !ok {
+		return nil, fmt.Errorf("%s: no data %s", m.name, key)
+	}
+	var bodies []*hclsyntax.Body
+	for _, sb := range b.Body.Blocks {
+		switch {
+		case sb.Type == "statement":
+			bodies = append(bodies, sb.Body)
+		case sb.Type == "dynamic" && len(sb.Labels) == 1 && sb.Labels[0] == "statement":
+			for _, cb := range sb.Body.Blocks {
+				if cb.Type == "content" {
+					bodies = append(bodies, cb.Body)
+				}
+			}
+		}
+	}
+	for _, body := range bodies {
+		a, ok := body.Attributes["sid"]
+		if !ok {
+			continue
+		}
+		if v, diags := a.Expr.Value(nil); !diags.HasErrors() && v.Type() == cty.String && v.AsString() == sid {
+			r, ok := body.Attributes["resources"]
+			if !ok {
+				return nil, fmt.Errorf("%s: statement %s has no resources", key, sid)
+			}
+			return r.Expr, nil
+		}
+	}
+	return nil, fmt.Errorf("%s: no statement %s", key, sid)
 }

@@ -45,12 +45,12 @@ func TestWrittenSettings(t *testing.T) {
 	}{
 		{azureSpec, nil, map[string]string{
 			"Hosts": "https://backend.example", "AsyncStore": "azure", "AsyncQueue": "gateway-continuations",
-			"AzureWebJobsStorage": "", "AzureWebJobsStorage__blobServiceUri": afterApply, "AzureWebJobsStorage__queueServiceUri": afterApply,
+			"AzureWebJobsStorage__accountName": afterApply, "AzureWebJobsStorage__blobServiceUri": afterApply, "AzureWebJobsStorage__queueServiceUri": afterApply,
 			"AzureWebJobsStorage__credential": "managedidentity", "AzureFunctionsJobHost__functionTimeout": "00:30:00",
 		}},
 		{azureSpec, vars{"function_timeout": cty.NumberIntVal(3599), "timeout": cty.NumberIntVal(60000), "async_mode_enabled": cty.True}, map[string]string{
 			"Hosts": "https://backend.example", "AsyncStore": "azure", "AsyncQueue": "gateway-continuations",
-			"AzureWebJobsStorage": "", "AzureWebJobsStorage__blobServiceUri": afterApply, "AzureWebJobsStorage__queueServiceUri": afterApply,
+			"AzureWebJobsStorage__accountName": afterApply, "AzureWebJobsStorage__blobServiceUri": afterApply, "AzureWebJobsStorage__queueServiceUri": afterApply,
 			"AzureWebJobsStorage__credential": "managedidentity", "AzureFunctionsJobHost__functionTimeout": "00:59:59",
 			"Timeout": "60000", "AsyncModeEnabled": "true",
 		}},
@@ -65,7 +65,7 @@ func TestWrittenSettings(t *testing.T) {
 		}},
 		{azureSpec, vars{"otel_exporter_otlp_endpoint": cty.StringVal("https://collector.example:4318")}, map[string]string{
 			"Hosts": "https://backend.example", "AsyncStore": "azure", "AsyncQueue": "gateway-continuations",
-			"AzureWebJobsStorage": "", "AzureWebJobsStorage__blobServiceUri": afterApply, "AzureWebJobsStorage__queueServiceUri": afterApply,
+			"AzureWebJobsStorage__accountName": afterApply, "AzureWebJobsStorage__blobServiceUri": afterApply, "AzureWebJobsStorage__queueServiceUri": afterApply,
 			"AzureWebJobsStorage__credential": "managedidentity", "AzureFunctionsJobHost__functionTimeout": "00:30:00",
 			"OTEL_EXPORTER_OTLP_ENDPOINT": "https://collector.example:4318", "OTEL_SERVICE_NAME": "fngw",
 			"AzureFunctionsJobHost__telemetryMode": "OpenTelemetry",
@@ -165,10 +165,11 @@ func TestNesting(t *testing.T) {
 		{vars{"continuation_max_concurrency": n(1)}, false},
 		{vars{"continuation_max_concurrency": n(1000)}, true},
 		{vars{"continuation_max_concurrency": n(1001)}, false},
-		// Notifications go only to queues the role may use.
-		{vars{"user_profiles": cty.StringVal(`[{"userId":"a","async-config":{"topic":"gw-events"}}]`), "notification_queue_prefix": cty.StringVal("gw-")}, true},
-		{vars{"user_profiles": cty.StringVal(`[{"userId":"a","async-config":{"topic":"events"}}]`), "notification_queue_prefix": cty.StringVal("gw-")}, false},
-		{vars{"user_profiles": cty.StringVal(`[{"userId":"a","async-config":{"topic":"gw-events"}}]`)}, false},
+		// Notification queues are created by the module: topics must be queue names.
+		{vars{"user_profiles": cty.StringVal(`[{"userId":"a","async-config":{"topic":"gw-events"}}]`)}, true},
+		{vars{"user_profiles": cty.StringVal(`[{"userId":"a","async-config":{"topic":"gw.events"}}]`)}, false},
+		{vars{"notification_topics": cty.ListVal([]cty.Value{cty.StringVal("gw-extra")})}, true},
+		{vars{"notification_topics": cty.ListVal([]cty.Value{cty.StringVal("gw extra")})}, false},
 		{vars{"user_profiles": cty.StringVal(`[{"userId":"a","async-config":{"enabled":true}}]`)}, true},
 	}
 	for _, c := range []struct {

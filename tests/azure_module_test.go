@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -18,6 +20,8 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/v2"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
@@ -261,14 +265,29 @@ func TestAzureFunctionsModuleSettings(t *testing.T) {
 		"UserProfiles":        asyncProfile,
 		"AsyncTriggerTimeout": "500",
 	})
-	// The provider's key-less string, or what the module writes instead.
-	if cred, err := azure.CarriesCredential(env["AzureWebJobsStorage"]); cred || err != nil {
-		t.Fatalf("AzureWebJobsStorage = %q; want no credential (%v)", env["AzureWebJobsStorage"], err)
+	// The provider's key-less string stays: the module writes no empty
+	// AzureWebJobsStorage over it (terraform/azure/main.tf), and the
+	// handler starts beside it on the identity settings alone.
+	if cred, err := azure.CarriesCredential(env["AzureWebJobsStorage"]); cred || err != nil || env["AzureWebJobsStorage"] == "" {
+		t.Fatalf("AzureWebJobsStorage = %q; want the provider's key-less string, not empty and without a credential (%v)", env["AzureWebJobsStorage"], err)
 	}
-	for _, k := range []string{"AzureWebJobsStorage__blobServiceUri", "AzureWebJobsStorage__queueServiceUri", "AzureWebJobsStorage__credential"} {
+	for _, k := range []string{"AzureWebJobsStorage__blobServiceUri", "AzureWebJobsStorage__queueServiceUri", "AzureWebJobsStorage__accountName", "AzureWebJobsStorage__credential"} {
 		if env[k] == "" {
 			t.Fatalf("the module no longer writes %s: update this test", k)
 		}
+	}
+	// The profile's notification queue, as terraform/azure creates it
+	// (azurerm_storage_queue.notifications): on the Functions host the
+	// handler only sends to it and creates no queue (CONTRACT §6).
+	ctx := context.Background()
+	qsvc, err := azqueue.NewServiceClient(az.QueueEndpoint(), az.TokenCredential(principal),
+		&azqueue.ClientOptions{ClientOptions: policy.ClientOptions{Transport: az.HTTPClient()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	topicQueue := qsvc.NewQueueClient("u1-status")
+	if _, err := topicQueue.Create(ctx, nil); err != nil {
+		t.Fatalf("create the profile's notification queue: %v", err)
 	}
 	// What App Service adds for a Flex Consumption app with a system
 	// assigned identity, and the two test-only additions.
@@ -331,7 +350,6 @@ func TestAzureFunctionsModuleSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
 	var msg async.Message
 	wait := async.DefaultLease + loadMargin
 	deadline := time.Now().Add(wait)
@@ -363,6 +381,30 @@ func TestAzureFunctionsModuleSettings(t *testing.T) {
 	}
 	if n := be.total.Load(); n != 2 {
 		t.Errorf("backend calls = %d; want 2 (the async request once, /hello)", n)
+	}
+
+	// The lifecycle notifications reached the queue Terraform made, sent
+	// with the app's identity, up to AsyncProcessed.
+	var statuses []string
+	notified := time.Now().Add(loadMargin)
+	for !slices.Contains(statuses, "AsyncProcessed") {
+		if time.Now().After(notified) {
+			t.Fatalf("notifications on u1-status: %q; want them up to AsyncProcessed within %v", statuses, loadMargin)
+		}
+		peek, err := topicQueue.PeekMessages(ctx, &azqueue.PeekMessagesOptions{NumberOfMessages: to.Ptr(int32(32))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		statuses = statuses[:0]
+		for _, m := range peek.Messages {
+			raw, _ := base64.StdEncoding.DecodeString(*m.MessageText)
+			var n struct{ Status, TopicName string }
+			if err := json.Unmarshal(raw, &n); err != nil || !strings.EqualFold(n.TopicName, "u1-status") {
+				t.Fatalf("notification %q: want JSON with topicName u1-status (%v)", raw, err)
+			}
+			statuses = append(statuses, n.Status)
+		}
+		time.Sleep(100 * time.Millisecond) // polling the queue
 	}
 }
 

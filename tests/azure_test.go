@@ -137,6 +137,22 @@ func TestAsyncAzurite(t *testing.T) {
 	})
 }
 
+// createQueues creates the named queues on the account of conn, as
+// terraform/azure creates the profiles' notification queues: on the
+// Functions host the handler only sends to them (CONTRACT §6).
+func createQueues(tb testing.TB, conn string, names ...string) {
+	tb.Helper()
+	for _, name := range names {
+		qc, err := azqueue.NewQueueClientFromConnectionString(conn, name, nil)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if _, err := qc.Create(context.Background(), nil); err != nil {
+			tb.Fatalf("create queue %s: %v", name, err)
+		}
+	}
+}
+
 func queueCount(tb testing.TB, conn, name string) int64 {
 	tb.Helper()
 	qc, err := azqueue.NewQueueClientFromConnectionString(conn, name, nil)

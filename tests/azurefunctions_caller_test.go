@@ -103,6 +103,7 @@ func TestAzureFunctionsCallerCredentials(t *testing.T) {
 // without authentication, and anyone could cancel.
 func TestAzureFunctionsCallerScope(t *testing.T) {
 	az := emulators.StartAzurite(t)
+	createQueues(t, az.ConnectionString(), "u1-status") // asyncProfile's topic, as Terraform creates it
 	for _, authEnabled := range []bool{true, false} {
 		name := "authentication off"
 		if authEnabled {

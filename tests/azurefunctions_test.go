@@ -277,6 +277,7 @@ func TestAzureFunctionsLimit504(t *testing.T) {
 // needs, none adding a backend call or changing the result.
 func TestAzureFunctionsAsync(t *testing.T) {
 	az := emulators.StartAzurite(t)
+	createQueues(t, az.ConnectionString(), "u1-status") // asyncProfile's topic, as Terraform creates it
 	be := newHangFirstBackend(t, 2)
 	g := StartAzureHandler(t, map[string]string{
 		"Hosts":                                  be.URL,

@@ -18,9 +18,15 @@ var (
 
 // Notifier implements async.Notifier on SQS: a topic is the standard queue
 // of that name in the client's account and region, created on first use
-// when missing (with SQS's default retention, 4 days). Queue URLs are
-// looked up once and kept. A Notifier is safe for concurrent use.
+// when missing (with SQS's default retention, 4 days) unless NoCreate is
+// set. Queue URLs are looked up once and kept. A Notifier is safe for
+// concurrent use once NoCreate is set.
 type Notifier struct {
+	// NoCreate makes a missing queue an error naming it instead of creating
+	// it: on Lambda, where Terraform creates every queue and the function's
+	// role may not create any (CONTRACT §6). Zero: create (local, emulators).
+	NoCreate bool
+
 	client *sqs.Client
 	urls   sync.Map // topic → queue URL
 }
@@ -75,6 +81,8 @@ func (n *Notifier) queueURL(ctx context.Context, topic string) (string, error) {
 	out, err := n.client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: &topic})
 	var url string
 	switch {
+	case isMissingQueue(err) && n.NoCreate:
+		return "", fmt.Errorf("queue %s does not exist: the deployment creates every notification queue (terraform/aws notification_topics)", topic)
 	case isMissingQueue(err):
 		if url, err = createQueue(ctx, n.client, topic, nil); err != nil {
 			return "", err

@@ -191,6 +191,31 @@ func TestNotifier(t *testing.T) {
 	}
 }
 
+// TestNotifierNoCreate: with NoCreate (on Lambda) a missing queue is an
+// error naming it and no queue is created; an existing one is sent to.
+func TestNotifierNoCreate(t *testing.T) {
+	t.Parallel()
+	f := emulators.StartFauxqs(t)
+	n := NewNotifier(fauxqsConfig(f))
+	n.NoCreate = true
+	ctx := testContext(t)
+	missing := uniqueName("missing")
+	err := n.Notify(ctx, missing, []byte("x"))
+	if err == nil || !strings.Contains(err.Error(), "queue "+missing+" does not exist") {
+		t.Fatalf("Notify to a missing queue: %v; want an error naming it", err)
+	}
+	if _, err := n.client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: &missing}); !isMissingQueue(err) {
+		t.Fatalf("GetQueueUrl(%s) = %v; want the queue still missing", missing, err)
+	}
+	topic := uniqueName("made")
+	if _, err := n.client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: &topic}); err != nil {
+		t.Fatalf("CreateQueue: %v", err)
+	}
+	if err := n.Notify(ctx, topic, []byte("x")); err != nil {
+		t.Fatalf("Notify to a queue Terraform made: %v", err)
+	}
+}
+
 // TestNotifierCheckTopic: a topic that is not an SQS standard queue name
 // is refused by CheckTopic and so stops the start-up (ValidateTopics).
 func TestNotifierCheckTopic(t *testing.T) {

@@ -149,12 +149,21 @@ func newQueueClient(svc *azqueue.ServiceClient, name string) *queueClient {
 // enqueue sends body as base64 text; a missing queue is created and the
 // send tried once more.
 func (c *queueClient) enqueue(ctx context.Context, body []byte, opts *azqueue.EnqueueMessageOptions) error {
+	return c.send(ctx, body, opts, true)
+}
+
+// send sends body as base64 text; a missing queue is created and the send
+// tried once more when create is set, and is an error naming it otherwise.
+func (c *queueClient) send(ctx context.Context, body []byte, opts *azqueue.EnqueueMessageOptions, create bool) error {
 	if len(body) > MaxMessageSize {
 		return fmt.Errorf("message of %d bytes for queue %s: longer than %d bytes", len(body), c.name, MaxMessageSize)
 	}
 	text := base64.StdEncoding.EncodeToString(body)
 	_, err := c.client.EnqueueMessage(ctx, text, opts)
 	if queueerror.HasCode(err, queueerror.QueueNotFound) {
+		if !create {
+			return fmt.Errorf("queue %s does not exist: the deployment creates every notification queue (terraform/azure notification_topics)", c.name)
+		}
 		if err := c.create(ctx); err != nil {
 			return err
 		}

@@ -212,4 +212,28 @@ func TestQueue(t *testing.T) {
 			}
 		}
 	})
+
+	// NoCreate (the Functions host): a missing queue is an error naming it
+	// and stays missing; a queue Terraform made is sent to.
+	t.Run("NotifyNoCreate", func(t *testing.T) {
+		t.Parallel()
+		ctx := testContext(t)
+		n := acct.Notifier()
+		n.NoCreate = true
+		missing := uniqueName("missing")
+		err := n.Notify(ctx, missing, []byte("x"))
+		if err == nil || !strings.Contains(err.Error(), "queue "+missing+" does not exist") {
+			t.Fatalf("Notify to a missing queue: %v; want an error naming it", err)
+		}
+		if _, err := rawQueue(t, az, missing).GetProperties(ctx, nil); err == nil {
+			t.Fatalf("queue %s exists after Notify with NoCreate", missing)
+		}
+		made := uniqueName("made")
+		if _, err := rawQueue(t, az, made).Create(ctx, nil); err != nil {
+			t.Fatalf("Create: %v", err)
+		}
+		if err := n.Notify(ctx, made, []byte("x")); err != nil {
+			t.Fatalf("Notify to a queue Terraform made: %v", err)
+		}
+	})
 }

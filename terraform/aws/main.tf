@@ -4,15 +4,12 @@
 # The deployer needs to create, read, update and delete, in the account and
 # region: the Lambda function with its concurrency, Function URL, permissions
 # and SQS event source mapping; the S3 bucket <name>-results-* and its
-# settings; the queues <name>-continuations[-dlq]; the log group
+# settings; the queues <name>-continuations[-dlq] and the notification queues
+# the profiles name (notification_topics); the log group
 # /aws/lambda/<name>; and, on the role <name>-gateway only, iam:CreateRole,
 # GetRole, DeleteRole, TagRole, PutRolePolicy, GetRolePolicy, DeleteRolePolicy,
 # ListRolePolicies, ListAttachedRolePolicies, ListInstanceProfilesForRole and
 # PassRole. The exact list: docs/deploy-aws.md.
-
-data "aws_partition" "current" {}
-data "aws_region" "current" {}
-data "aws_caller_identity" "current" {}
 
 locals {
   # AWS advises a visibility timeout of at least 6 times the timeout of the
@@ -28,9 +25,14 @@ locals {
 
   log_group_name = "/aws/lambda/${var.name}"
 
-  # The notification queues the profiles name (when user_profiles is JSON).
-  profiles       = try(jsondecode(var.user_profiles), [])
-  profile_topics = [for p in local.profiles : p["async-config"]["topic"] if try(p["async-config"]["topic"], "") != ""]
+  # The notification queues the profiles name (when user_profiles is JSON;
+  # list them in notification_topics when it is file:<path>). The module
+  # creates them and the function may only send to them (CONTRACT §6: in
+  # the cloud Terraform creates every queue), so terraform destroy removes
+  # them with the rest.
+  profiles            = try(jsondecode(var.user_profiles), [])
+  profile_topics      = [for p in local.profiles : p["async-config"]["topic"] if try(p["async-config"]["topic"], "") != ""]
+  notification_queues = distinct(concat(local.profile_topics, var.notification_topics))
 
   # Written by the module from its own resources.
   # Telemetry (docs/observability.md), written only when set: CloudWatch EMF metrics in
@@ -107,6 +109,15 @@ resource "aws_sqs_queue" "dead_letters" {
   message_retention_seconds = 1209600
   sqs_managed_sse_enabled   = true
   tags                      = var.tags
+}
+
+# Lifecycle notifications, one standard queue per profile topic, with SQS's
+# default retention (4 days), as the gateway creates them locally.
+resource "aws_sqs_queue" "notifications" {
+  for_each                = toset(local.notification_queues)
+  name                    = each.value
+  sqs_managed_sse_enabled = true
+  tags                    = var.tags
 }
 
 resource "aws_sqs_queue" "continuations" {
@@ -205,12 +216,13 @@ data "aws_iam_policy_document" "gateway" {
     resources = [aws_sqs_queue.continuations.arn]
   }
 
+  # Send only, to the queues this module creates: no sqs:CreateQueue.
   dynamic "statement" {
-    for_each = var.notification_queue_prefix == null ? [] : [var.notification_queue_prefix]
+    for_each = length(local.notification_queues) == 0 ? [] : [1]
     content {
       sid       = "Notifications"
-      actions   = ["sqs:GetQueueUrl", "sqs:CreateQueue", "sqs:SendMessage"]
-      resources = ["arn:${data.aws_partition.current.partition}:sqs:${data.aws_region.current.region}:${data.aws_caller_identity.current.account_id}:${statement.value}*"]
+      actions   = ["sqs:GetQueueUrl", "sqs:SendMessage"]
+      resources = [for q in local.notification_queues : aws_sqs_queue.notifications[q].arn]
     }
   }
 }
@@ -277,8 +289,8 @@ resource "aws_lambda_function" "gateway" {
       error_message = "async_trigger_timeout must let the 202 go out inside one invocation: at most lambda_timeout less function_limit_margin_ms."
     }
     precondition {
-      condition     = alltrue([for t in local.profile_topics : var.notification_queue_prefix != null && startswith(t, coalesce(var.notification_queue_prefix, "-"))])
-      error_message = "Every async-config.topic of user_profiles must start with notification_queue_prefix: the function may only send to queues so named."
+      condition     = alltrue([for t in local.profile_topics : can(regex("^[A-Za-z0-9_-]{1,80}$", t))])
+      error_message = "Every async-config.topic of user_profiles must be an SQS queue name (1-80 letters, digits, hyphens and underscores): the module creates a queue of that name."
     }
     precondition {
       condition     = var.reserved_concurrent_executions == null || var.continuation_max_concurrency <= coalesce(var.reserved_concurrent_executions, 0)

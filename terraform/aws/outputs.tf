@@ -37,3 +37,8 @@ output "environment" {
   description = "The environment the module writes (gateway settings that differ from the gateway's defaults, and the host's)."
   value       = local.app_settings
 }
+
+output "notification_queue_urls" {
+  description = "The lifecycle notification queues (the profiles' topics and notification_topics), by name: the function sends to these only."
+  value       = { for name, q in aws_sqs_queue.notifications : name => q.url }
+}

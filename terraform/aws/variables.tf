@@ -153,14 +153,15 @@ variable "batch_size" {
   }
 }
 
-variable "notification_queue_prefix" {
-  description = "Name prefix of the SQS queues that lifecycle notifications go to (every async-config.topic of user_profiles must start with it); the function may create and send to queues so named. null: no notification queues."
-  type        = string
-  default     = null
+variable "notification_topics" {
+  description = "Extra SQS queues for lifecycle notifications. Every async-config.topic of a JSON user_profiles is always created; list here those of a file:<path> user_profiles. The function may only send to these queues: it creates none."
+  type        = list(string)
+  default     = []
+  nullable    = false
 
   validation {
-    condition     = var.notification_queue_prefix == null || can(regex("^[A-Za-z0-9_-]{1,70}$", coalesce(var.notification_queue_prefix, "x")))
-    error_message = "The notification_queue_prefix value must be 1-70 letters, digits, hyphens and underscores."
+    condition     = alltrue([for q in var.notification_topics : can(regex("^[A-Za-z0-9_-]{1,80}$", q))])
+    error_message = "The notification_topics value must list SQS queue names of 1-80 letters, digits, hyphens and underscores."
   }
 }
 

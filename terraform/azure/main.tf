@@ -55,28 +55,45 @@ locals {
 
   function_timeout_text = format("%02d:%02d:%02d", floor(var.function_timeout / 3600), floor(var.function_timeout % 3600 / 60), var.function_timeout % 60)
 
-  # Written by the module from its own resources.
+  # Written by the module from its own resources: the identity-based host
+  # storage the Functions host documents ("Azure Functions developer guide",
+  # Connecting to host storage with an identity): __accountName with
+  # __credential = managedidentity, and the service URIs beside it. The
+  # account name is the host's own fallback when its configuration is read
+  # before the service URIs are (azure-functions-host #11787: the blob client
+  # can fail to build with __blobServiceUri alone; __accountName is the
+  # maintainers' workaround) and what the gateway derives missing URIs from.
   #
-  # AzureWebJobsStorage = "": azurerm_function_app_flex_consumption writes
-  # AzureWebJobsStorage itself whatever storage_authentication_type says: its
-  # Create and Update format StorageStringFmt
-  # ("DefaultEndpointsProtocol=https;AccountName=%s;AccountKey=%s;EndpointSuffix=%s")
-  # with the storage_access_key left empty, and
-  # helpers.ExpandSiteConfigFunctionFlexConsumptionApp appends it to the app
-  # settings (internal/services/appservice/function_app_flex_consumption_resource.go
-  # and helpers/function_app_schema.go, provider 4.x up to at least 4.81.0).
-  # The Functions host takes that key-less string for a connection string
-  # (the section's value wins over its AzureWebJobsStorage__* children), so
-  # its queue trigger and its own blobs fail to authenticate and the app never
-  # runs a continuation: provider issues #29693 ("Created resource doesn't
-  # work when using managed identity"), #30732, #29149 and azure-functions-host
-  # #11796. helpers.MergeUserAppSettings lets an explicit app setting replace
-  # the one the provider enumerates ("explicit user settings take priority"),
-  # and #29149 gives an explicit empty AzureWebJobsStorage as the workaround
-  # that works with any identity: the host then reads the identity-based
-  # settings below, and so does the gateway (CONTRACT §1). The provider's Read
-  # drops AzureWebJobsStorage from app_settings (#30732, #33211), so every plan
-  # shows it being set again: a harmless in-place update until #29099 lands.
+  # No AzureWebJobsStorage here, not even an empty one. What the provider
+  # does with that name (azurerm_function_app_flex_consumption, provider 4.x
+  # up to at least 4.81.0: internal/services/appservice/function_app_flex_consumption_resource.go
+  # and helpers/function_app_schema.go):
+  # - Create and Update always format StorageStringFmt
+  #   ("DefaultEndpointsProtocol=https;AccountName=%s;AccountKey=%s;EndpointSuffix=%s")
+  #   with the storage_access_key, empty for SystemAssignedIdentity, and
+  #   ExpandSiteConfigFunctionFlexConsumptionApp puts it in the app settings
+  #   as AzureWebJobsStorage; MergeUserAppSettings then lets an app_settings
+  #   entry of the same name (any case) replace it.
+  # - Read (unpackFunctionAppFlexConsumptionSettings) keeps every app setting
+  #   in app_settings except AzureWebJobsStorage (parsed into
+  #   storage_access_key), APPINSIGHTS_INSTRUMENTATIONKEY and
+  #   APPLICATIONINSIGHTS_CONNECTION_STRING (into site_config),
+  #   WEBSITE_HEALTHCHECK_MAXPINGFAILURES and DEPLOYMENT_STORAGE_CONNECTION_STRING.
+  # So an app_settings entry with one of those names is never read back and
+  # every plan rewrites the settings, restarting the app (provider issues
+  # #30732, #33211); writing none of them, as here, the state read back
+  # equals the configuration and a second apply plans no change
+  # (terraform/deployed_test.go TestAzureAppSettingsReadBack holds it).
+  # The empty value the module used to write to hide the provider's string
+  # is a value, not an absence, on the .NET 10 hosts: empty environment
+  # variables are now mapped into the host's configuration
+  # (azure-functions-host #11794, #11796), and Azure Verified Modules
+  # dropped it (terraform-azurerm-avm-res-web-site #376). What remains is the
+  # provider's key-less string: it names the account and authorizes nothing.
+  # The gateway ignores it beside the identity settings (CONTRACT §1); the
+  # deploy guide removes it from the app after each apply that changed the
+  # app (docs/deploy-azure.md), which Read never notices, until the provider
+  # stops writing it (#29099, #29693).
   # What the deployed app ends up with: terraform/testdata/azure-app-settings.json.
   # OpenTelemetry's own variables (docs/observability.md), written only when set. With an
   # endpoint the host runs in its OpenTelemetry mode too ("Use OpenTelemetry with Azure
@@ -90,11 +107,11 @@ locals {
   } : k => v if v != null }
 
   host_settings = {
-    AzureWebJobsStorage                    = ""
     AsyncStore                             = "azure"
     AsyncQueue                             = local.continuation_queue
     AzureWebJobsStorage__blobServiceUri    = azurerm_storage_account.gateway.primary_blob_endpoint
     AzureWebJobsStorage__queueServiceUri   = azurerm_storage_account.gateway.primary_queue_endpoint
+    AzureWebJobsStorage__accountName       = azurerm_storage_account.gateway.name
     AzureWebJobsStorage__credential        = "managedidentity"
     AzureFunctionsJobHost__functionTimeout = local.function_timeout_text
   }

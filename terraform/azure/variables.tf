@@ -96,7 +96,7 @@ variable "result_containers" {
 }
 
 variable "notification_topics" {
-  description = "Extra storage queues for lifecycle notifications. Every async-config.topic of a JSON user_profiles is always created; list here those of a file:<path> user_profiles (the gateway also creates a missing one on first use)."
+  description = "Extra storage queues for lifecycle notifications. Every async-config.topic of a JSON user_profiles is always created; list here those of a file:<path> user_profiles. The function only sends to these queues: it creates none."
   type        = list(string)
   default     = []
   nullable    = false

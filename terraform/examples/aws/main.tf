@@ -25,5 +25,4 @@ module "gateway" {
   user_profiles = jsonencode([
     { userId = "batch", "async-config" = { enabled = true, topic = "${var.name}-batch-events" } },
   ])
-  notification_queue_prefix = "${var.name}-"
 }
