@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -313,8 +314,11 @@ func TestAzureFunctionsModuleSettings(t *testing.T) {
 	if err := json.Unmarshal(body, &acc); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(acc.DataBlobURI, az.BlobEndpoint()+"/") || !strings.Contains(acc.DataBlobURI, "skoid=") {
-		t.Errorf("data URI %q: want a user-delegation SAS on %s", acc.DataBlobURI, az.BlobEndpoint())
+	// A user-delegation SAS lasts 7 days at most: the 202 hands out a
+	// gateway result URL, which redirects to one signed at that moment.
+	du, err := url.Parse(acc.DataBlobURI)
+	if err != nil || du.Path != "/_gateway/async/"+acc.ID+"/data" || !strings.HasPrefix(du.RawQuery, "sig=") {
+		t.Errorf("data URI %q: want a gateway result URL", acc.DataBlobURI)
 	}
 	resp, body, _ = Forward(t, g, "GET", "/hello", nil, "")
 	if resp.StatusCode != 201 || string(body) != "report for /hello: " {
@@ -331,6 +335,13 @@ func TestAzureFunctionsModuleSettings(t *testing.T) {
 	}
 	if status != want || string(result) != "report for /reports/module: payload-module" {
 		t.Errorf("result = %d %q; want %d and the backend's body", status, result, want)
+	}
+	if du != nil {
+		resp, body, _ := Forward(t, g, "GET", du.RequestURI(), nil, "")
+		if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusTemporaryRedirect ||
+			!strings.HasPrefix(loc, az.BlobEndpoint()+"/") || !strings.Contains(loc, "skoid=") {
+			t.Errorf("data URI: %d to %q %s; want 307 to a user-delegation SAS on %s", resp.StatusCode, loc, body, az.BlobEndpoint())
+		}
 	}
 
 	// The queue trigger's part: the continuation message, visible once

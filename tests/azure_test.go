@@ -41,8 +41,10 @@ func TestAsyncAzurite(t *testing.T) {
 	if took < 300*time.Millisecond || took > 300*time.Millisecond+loadMargin {
 		t.Errorf("202 after %v; want after the 300 ms trigger", took)
 	}
-	if !strings.HasPrefix(acc.DataBlobURI, az.BlobEndpoint()) || !strings.Contains(acc.DataBlobURI, "sig=") {
-		t.Errorf("data URI %q: want a SAS URL on the blob service %s", acc.DataBlobURI, az.BlobEndpoint())
+	// A SAS dies with its key, and a user-delegation SAS within 7 days:
+	// the 202 hands out gateway result URLs.
+	if !strings.HasPrefix(acc.DataBlobURI, gw.URL+"/_gateway/async/"+acc.ID+"/data?sig=") {
+		t.Errorf("data URI %q: want a gateway result URL on %s", acc.DataBlobURI, gw.URL)
 	}
 
 	// The queue delivers the continuation twice while the in-flight
@@ -67,7 +69,10 @@ func TestAsyncAzurite(t *testing.T) {
 	if resp.StatusCode != 200 || string(data) != "report for /reports/azure: payload-123" {
 		t.Errorf("data blob via SAS = %d %q", resp.StatusCode, data)
 	}
-	resp, hb, _ := Do(t, "GET", acc.HeaderBlobURI, nil, "")
+	resp, hb, hloc := readResultURI(t, acc.HeaderBlobURI)
+	if !strings.HasPrefix(hloc, az.BlobEndpoint()) || !strings.Contains(hloc, "sig=") {
+		t.Errorf("header URI redirected to %q: want a SAS URL on the blob service %s", hloc, az.BlobEndpoint())
+	}
 	var h headerBlob
 	if resp.StatusCode != 200 || json.Unmarshal(hb, &h) != nil || h.Status != 201 || h.ID != acc.ID {
 		t.Fatalf("header blob = %d %s", resp.StatusCode, hb)
@@ -81,7 +86,7 @@ func TestAsyncAzurite(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitQueueCount(t, az.ConnectionString(), "e2e-continuations", before)
-	_, hb2, _ := Do(t, "GET", acc.HeaderBlobURI, nil, "")
+	_, hb2, _ := readResultURI(t, acc.HeaderBlobURI)
 	if string(hb2) != string(hb) {
 		t.Errorf("the header blob changed after a duplicate delivery:\n%s\n%s", hb, hb2)
 	}
@@ -90,7 +95,7 @@ func TestAsyncAzurite(t *testing.T) {
 	}
 
 	// A tampered SAS is refused by the blob service itself.
-	u, _ := url.Parse(acc.DataBlobURI)
+	u, _ := url.Parse(loc)
 	qs := u.Query()
 	sig := qs.Get("sig")
 	qs.Set("sig", "A"+sig[1:])

@@ -183,7 +183,22 @@ func TestLambdaAsyncS3SQS(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !bytes.Equal(data, asyncResult) {
 		t.Errorf("presigned data URL: %d %x, want 200 and the backend's exact body", resp.StatusCode, data)
 	}
-	_, header1, _ := Do(t, "GET", acc.HeaderBlobURI, nil, "")
+	// The header URI from the 202, invoked as a Function URL event: 307
+	// to a URL presigned at that moment.
+	hu, err := url.Parse(acc.HeaderBlobURI)
+	if err != nil || hu.Path != "/_gateway/async/"+acc.ID+"/headers" {
+		t.Fatalf("header URI %q: want a gateway result URL", acc.HeaderBlobURI)
+	}
+	readHeader := func() []byte {
+		t.Helper()
+		ha, hb, _ := f.invokeHTTP(t, httpEvent(t, "lambda-urls-request.json", httpRequest{method: "GET", rawPath: hu.EscapedPath(), rawQuery: hu.RawQuery}))
+		if ha.StatusCode != http.StatusTemporaryRedirect || ha.Headers["Location"] == "" {
+			t.Fatalf("header URI: %d %s, want 307", ha.StatusCode, hb)
+		}
+		_, b, _ := Do(t, "GET", ha.Headers["Location"], nil, "")
+		return b
+	}
+	header1 := readHeader()
 
 	// The status monitor, invoked as Function URL events: Succeeded, with
 	// the status URI as its resource; a DELETE once finished changes
@@ -205,7 +220,7 @@ func TestLambdaAsyncS3SQS(t *testing.T) {
 	if failed := f.invokeSQS(t, sqsEvent(t, [2]string{msgID, msgBody})); len(failed) != 0 {
 		t.Errorf("duplicate delivery: batch item failures %v, want none", failed)
 	}
-	_, header2, _ := Do(t, "GET", acc.HeaderBlobURI, nil, "")
+	header2 := readHeader()
 	if !bytes.Equal(header1, header2) || len(header1) == 0 {
 		t.Errorf("the header blob changed after a duplicate delivery:\n%s\n%s", header1, header2)
 	}

@@ -54,9 +54,10 @@ func TestAsyncS3SQS(t *testing.T) {
 	if took < 300*time.Millisecond || took > 300*time.Millisecond+loadMargin {
 		t.Errorf("202 after %v; want after the 300 ms trigger", took)
 	}
-	if !strings.HasPrefix(acc.DataBlobURI, v.Endpoint()+"/gateway-e2e/async/u1-results/") ||
-		!strings.Contains(acc.DataBlobURI, "X-Amz-Signature=") {
-		t.Errorf("data URI %q: want a presigned path-style URL on %s", acc.DataBlobURI, v.Endpoint())
+	// A presigned URL dies with the key or session that signed it: the 202
+	// hands out gateway result URLs (TestAsyncResultURIOutlivesKey).
+	if !strings.HasPrefix(acc.DataBlobURI, gw.URL+"/_gateway/async/"+acc.ID+"/data?sig=") {
+		t.Errorf("data URI %q: want a gateway result URL on %s", acc.DataBlobURI, gw.URL)
 	}
 
 	// The queue delivers the continuation twice while the in-flight
@@ -86,7 +87,10 @@ func TestAsyncS3SQS(t *testing.T) {
 	if resp.StatusCode != 200 || string(data) != "report for /reports/s3: payload-123" {
 		t.Errorf("data blob via presigned URL = %d %q", resp.StatusCode, data)
 	}
-	resp, hb, _ := Do(t, "GET", acc.HeaderBlobURI, nil, "")
+	resp, hb, hloc := readResultURI(t, acc.HeaderBlobURI)
+	if !strings.HasPrefix(hloc, v.Endpoint()+"/gateway-e2e/async/u1-results/"+acc.ID+"/headers.json?") || !strings.Contains(hloc, "X-Amz-Signature=") {
+		t.Errorf("header URI redirected to %q: want a presigned path-style URL on %s", hloc, v.Endpoint())
+	}
 	var h headerBlob
 	if resp.StatusCode != 200 || json.Unmarshal(hb, &h) != nil || h.Status != 201 || h.ID != acc.ID {
 		t.Fatalf("header blob = %d %s", resp.StatusCode, hb)
@@ -99,7 +103,7 @@ func TestAsyncS3SQS(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitSQSCount(t, sq, f.QueueURL("e2e-continuations"), before)
-	_, hb2, _ := Do(t, "GET", acc.HeaderBlobURI, nil, "")
+	_, hb2, _ := readResultURI(t, acc.HeaderBlobURI)
 	if string(hb2) != string(hb) {
 		t.Errorf("the header blob changed after a duplicate delivery:\n%s\n%s", hb, hb2)
 	}
@@ -132,7 +136,7 @@ func TestAsyncS3SQS(t *testing.T) {
 	}
 
 	// A tampered signature is refused by the S3 server itself.
-	u, _ := url.Parse(acc.DataBlobURI)
+	u, _ := url.Parse(loc)
 	qs := u.Query()
 	sig := qs.Get("X-Amz-Signature")
 	flip := "0"

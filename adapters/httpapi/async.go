@@ -93,8 +93,13 @@ func retryAfterSecs(d time.Duration) int {
 // result itself (serveResult); 404 for an unknown id, 410 Expired once the
 // request's expiry and read grace have passed, 500 CorruptRecord for a
 // record that cannot be decoded. DELETE cancels (serveCancel); the
-// operation URI below it is served by serveOperation.
+// operation URI below it is served by serveOperation, the gateway result
+// URLs by serveResultURL.
 func (h *Handler) serveStatus(w http.ResponseWriter, r *http.Request, id string) {
+	if rid, part, ok := async.CutResultPart(id); ok {
+		h.serveResultURL(w, r, rid, part)
+		return
+	}
 	if opID, ok := strings.CutSuffix(id, async.OperationSuffix); ok {
 		h.serveOperation(w, r, opID)
 		return

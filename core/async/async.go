@@ -42,10 +42,6 @@ const (
 	maxQueueDelay = 15 * time.Minute
 	// asyncPoll is the Retry-After of a pending request.
 	asyncPoll = 2 * time.Second
-	// resultURLGrace is the least lifetime of a URL signed by Status, so
-	// that a result read at or near expiry can still be fetched; never past
-	// the end of the request's read grace (see ReadGrace).
-	resultURLGrace = ReadGrace
 	// cleanupTimeout bounds writes made after the caller's context ended.
 	cleanupTimeout = 30 * time.Second
 	// maxUpdateTries bounds the retries of a conditional record write.
@@ -335,7 +331,8 @@ func (a *Async) submit(ctx context.Context, req *core.Request, profile *core.Pro
 	}
 
 	id := newAsyncID()
-	acc, err := a.accepted(ctx, id, container, expiry)
+	resultKey := newResultKey()
+	acc, err := a.accepted(ctx, id, container, resultKey, expiry)
 	if err != nil {
 		return nil, nil, asyncUnavailable("sign the result URLs", err)
 	}
@@ -348,7 +345,7 @@ func (a *Async) submit(ctx context.Context, req *core.Request, profile *core.Pro
 	// 2. The record.
 	rec := &asyncRecord{V: recordVersion, ID: id, State: StateQueued, Profile: profileID, Topic: topic,
 		Container: container, Arrival: arrival.UTC(), Expiry: expiry.UTC(), Request: snap,
-		Submitter: a.idempotency().submitter(ctx, req.Header)}
+		Submitter: a.idempotency().submitter(ctx, req.Header), ResultKey: resultKey}
 	var owner string
 	lease := a.leaseLen()
 	if inflight {
@@ -408,8 +405,15 @@ func (a *Async) submit(ctx context.Context, req *core.Request, profile *core.Pro
 	return acc, c, nil
 }
 
-// accepted builds the Accepted of request id.
-func (a *Async) accepted(ctx context.Context, id, container string, expiry time.Time) (*Accepted, error) {
+// accepted builds the Accepted of request id, whose result key is key:
+// its result URIs are the store's own URLs, valid until expiry, when the
+// store's signatures last (LastingSigner), and gateway result URLs signed
+// with key otherwise.
+func (a *Async) accepted(ctx context.Context, id, container string, key []byte, expiry time.Time) (*Accepted, error) {
+	if !a.lastingSigner() {
+		return &Accepted{ID: id, StatusURI: StatusPrefix + id, DataURI: resultURL(key, id, ResultData),
+			HeaderURI: resultURL(key, id, ResultHeaders), RetryAfter: a.retryAfter()}, nil
+	}
 	data, err := a.Store.SignURL(ctx, asyncDataKey(container, id), expiry)
 	if err != nil {
 		return nil, err
@@ -489,9 +493,10 @@ func (a *Async) report(ctx context.Context, id string, err error) {
 // past its expiry plus its read grace (see ReadGrace) is an *Error with ReasonExpired,
 // whatever its state, and nothing is signed; one whose record cannot be
 // decoded is an *Error with ReasonCorruptRecord wrapping errBadRecord (it
-// never completes). Once done, the view carries freshly signed URLs of the
-// result blobs, valid until the request expires and for at least a few
-// minutes, never past the end of the read grace.
+// never completes). Once done, the view carries URLs of the result blobs
+// that the store signs now, for the status URI's 303 to follow at once:
+// valid for a few minutes (redirectURLLifetime), as the ones a gateway
+// result URL redirects to, never past the end of the read grace.
 func (a *Async) Status(ctx context.Context, id string) (*StatusView, error) {
 	if !validAsyncID(id) {
 		return nil, fmt.Errorf("async status: malformed id: %w", ErrNotFound)
@@ -522,11 +527,7 @@ func (a *Async) Status(ctx context.Context, id string) (*StatusView, error) {
 		return v, nil
 	}
 	v.ResultStatus, v.CompletedAt, v.ResultCode = rec.Result.Status, rec.Result.CompletedAt, rec.Result.Code
-	until := rec.Expiry
-	if least := now.Add(resultURLGrace); until.Before(least) {
-		until = least
-	}
-	until = minTime(until, end)
+	until := redirectUntil(now, end)
 	if v.DataURI, err = a.Store.SignURL(ctx, asyncDataKey(rec.Container, id), until); err != nil {
 		return nil, fmt.Errorf("async status %s: sign data URL: %w", id, err)
 	}

@@ -248,21 +248,22 @@ func TestAsyncResults(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				e := newAsyncEnv(t, tt.backend)
-				arrival := time.Now()
 				acc := e.submit(t, asyncRequest())
 				if !validAsyncID(acc.ID) {
 					t.Fatalf("id %q is not 32 hex digits", acc.ID)
 				}
-				exp := strconv.FormatInt(arrival.Add(asyncTestTTL).Unix(), 10)
+				// The fake store's signatures do not last: the 202 hands
+				// out gateway result URLs signed with the record's key.
+				rec := e.store.record(t, acc.ID)
+				if rec.State != StateQueued || rec.Claim != nil || len(rec.ResultKey) != resultKeyLen {
+					t.Errorf("record after Submit: state %s claim %+v key %d bytes; want queued, unclaimed, a %d-byte key", rec.State, rec.Claim, len(rec.ResultKey), resultKeyLen)
+				}
 				want := Accepted{ID: acc.ID, StatusURI: "/_gateway/async/" + acc.ID,
-					DataURI:    "/_gateway/blobs/alice-results/" + acc.ID + "/data?exp=" + exp + "&sig=fake",
-					HeaderURI:  "/_gateway/blobs/alice-results/" + acc.ID + "/headers.json?exp=" + exp + "&sig=fake",
+					DataURI:    "/_gateway/async/" + acc.ID + "/data?sig=" + resultSignature(rec.ResultKey, acc.ID, "data"),
+					HeaderURI:  "/_gateway/async/" + acc.ID + "/headers?sig=" + resultSignature(rec.ResultKey, acc.ID, "headers"),
 					RetryAfter: 2 * time.Second}
 				if *acc != want {
 					t.Errorf("Accepted = %+v; want %+v", *acc, want)
-				}
-				if rec := e.store.record(t, acc.ID); rec.State != StateQueued || rec.Claim != nil {
-					t.Errorf("record after Submit: state %s claim %+v; want queued, unclaimed", rec.State, rec.Claim)
 				}
 				if e.queue.size() != 1 {
 					t.Fatalf("queued messages = %d; want 1", e.queue.size())
@@ -315,8 +316,9 @@ func TestAsyncResults(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if v.State != tt.wantState || v.ResultStatus != tt.wantStatus || v.DataURI != want.DataURI || v.RetryAfter != 0 {
-					t.Errorf("Status = %s %d %q retry %v; want %s %d %q 0", v.State, v.ResultStatus, v.DataURI, v.RetryAfter, tt.wantState, tt.wantStatus, want.DataURI)
+				wantData := "/_gateway/blobs/alice-results/" + acc.ID + "/data?exp=" + strconv.FormatInt(time.Now().Add(redirectURLLifetime).Unix(), 10) + "&sig=fake"
+				if v.State != tt.wantState || v.ResultStatus != tt.wantStatus || v.DataURI != wantData || v.RetryAfter != 0 {
+					t.Errorf("Status = %s %d %q retry %v; want %s %d %q 0", v.State, v.ResultStatus, v.DataURI, v.RetryAfter, tt.wantState, tt.wantStatus, wantData)
 				}
 				if got, want := e.notes.statuses(acc.ID), []string{"Queued", "Processing", tt.wantNotify}; !reflect.DeepEqual(got, want) {
 					t.Errorf("notifications = %v; want %v", got, want)
@@ -602,6 +604,7 @@ func TestAsyncSubmitFailures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				e := newAsyncEnv(t, asyncOK)
+				e.store.lasting = true // the 202 asks the store to sign
 				if tt.storeFail != "" {
 					op, prefix, _ := strings.Cut(tt.storeFail, " ")
 					e.store.setFail(func(o, key string) error {
@@ -881,8 +884,15 @@ func TestAsyncStatus(t *testing.T) {
 		}
 		v := state()
 		if v.State != StateSucceeded || v.ResultStatus != 200 || v.RetryAfter != 0 || !v.CompletedAt.Equal(arrival.Add(10*time.Second)) ||
-			v.DataURI != acc.DataURI || v.HeaderURI != acc.HeaderURI || len(v.Attempts) != 1 {
-			t.Errorf("when done: %+v; want succeeded 200 at +10s with the result URLs", v)
+			len(v.Attempts) != 1 {
+			t.Errorf("when done: %+v; want succeeded 200 at +10s", v)
+		}
+		// The status URI's URLs are signed now, for a few minutes.
+		if want := "/_gateway/blobs/alice-results/" + acc.ID + "/data?exp=" + strconv.FormatInt(time.Now().Add(redirectURLLifetime).Unix(), 10) + "&"; !strings.HasPrefix(v.DataURI, want) {
+			t.Errorf("data URL when done %q; want %s…", v.DataURI, want)
+		}
+		if want := "/_gateway/blobs/alice-results/" + acc.ID + "/headers.json?exp="; !strings.HasPrefix(v.HeaderURI, want) {
+			t.Errorf("header URL when done %q; want %s…", v.HeaderURI, want)
 		}
 		e.result(t, acc.ID)
 
@@ -890,7 +900,7 @@ func TestAsyncStatus(t *testing.T) {
 		// more; within the read grace, never past its end.
 		expiry := arrival.Add(asyncTestTTL)
 		time.Sleep(time.Until(expiry.Add(-time.Minute)))
-		if want := "exp=" + strconv.FormatInt(time.Now().Add(resultURLGrace).Unix(), 10); !strings.Contains(state().DataURI, want) {
+		if want := "exp=" + strconv.FormatInt(time.Now().Add(redirectURLLifetime).Unix(), 10); !strings.Contains(state().DataURI, want) {
 			t.Errorf("data URL a minute before expiry %q; want %s", state().DataURI, want)
 		}
 		time.Sleep(3 * time.Minute)

@@ -44,7 +44,12 @@ type fakeStore struct {
 	// fail, if set, may fail an operation ("get", "put", "write", "open",
 	// "sign") on key before it happens.
 	fail func(op, key string) error
+	// lasting makes it a LastingSigner whose URLs last: the 202 hands
+	// them out rather than gateway result URLs.
+	lasting bool
 }
+
+func (s *fakeStore) SignsLastingURLs() bool { return s.lasting }
 
 type fakeObject struct {
 	data        []byte

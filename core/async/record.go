@@ -202,6 +202,10 @@ type asyncRecord struct {
 	// (Async.submitter: 64 lowercase hex digits, never the credential),
 	// the only caller that may cancel it; "" when it was scoped to none.
 	Submitter string `json:"submitter,omitempty"`
+	// ResultKey signs the request's gateway result URLs (resultURL): 32
+	// random bytes made at submission, base64 in JSON. A record written
+	// before it existed has none, and no gateway URL verifies against it.
+	ResultKey []byte `json:"resultKey,omitempty"`
 }
 
 // Encode returns r's wire form. It fails only for a record decodeAsyncRecord
@@ -262,6 +266,9 @@ func (r *asyncRecord) validate() error {
 	}
 	if r.Submitter != "" && !validDigest(r.Submitter) {
 		return bad("malformed submitter")
+	}
+	if len(r.ResultKey) != 0 && len(r.ResultKey) != resultKeyLen {
+		return bad("malformed result key")
 	}
 	if c := r.Claim; c != nil && (!validAsyncID(c.Owner) || !storableTime(c.Until)) {
 		return bad("malformed claim")

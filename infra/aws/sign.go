@@ -16,8 +16,10 @@ const maxURLLifetime = 7 * 24 * time.Hour
 // presigned GET, valid until expiry (rounded down to whole seconds) or for
 // maxURLLifetime, whichever comes first. A URL signed with temporary
 // credentials (a Lambda function's role) dies with them, usually within
-// hours, whatever its expiry says: the status URI signs afresh on every
-// poll, so a client holding an expired URL asks it again. SignURL does no
+// hours, whatever its expiry says, and any URL dies when its access key is
+// deleted: so core asks it only for URLs followed at once (a status URI's
+// 303, a gateway result URL's 307), and the 202 hands out gateway result
+// URLs instead (the Store is no async.LastingSigner). SignURL does no
 // I/O but refreshing the credentials when they are due.
 func (s *Store) SignURL(ctx context.Context, key string, expiry time.Time) (string, error) {
 	k, err := s.objectKey(key)

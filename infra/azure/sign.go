@@ -30,7 +30,9 @@ const (
 // with the account key, valid until expiry however far. Under a token
 // credential it is a user-delegation SAS, valid until expiry or until its
 // delegation key expires (at least 7 days less about an hour from now),
-// whichever comes first; the caller re-signs for longer. SignURL does no I/O
+// whichever comes first; the caller re-signs for longer (core asks only for
+// URLs followed at once, and the 202 hands out gateway result URLs: the
+// Store is no async.LastingSigner). SignURL does no I/O
 // with a shared key, and under a token credential fetches a delegation key
 // about once an hour.
 func (s *Store) SignURL(ctx context.Context, key string, expiry time.Time) (string, error) {

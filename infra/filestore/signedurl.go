@@ -56,6 +56,14 @@ func (s *Store) SignURL(ctx context.Context, key string, expiry time.Time) (stri
 	return blobPathPrefix + strings.Join(segs, "/") + "?se=" + strconv.FormatInt(se, 10) + "&sig=" + s.sign(key, se), nil
 }
 
+var _ async.LastingSigner = (*Store)(nil)
+
+// SignsLastingURLs reports true: SignURL signs with the store's own key
+// (kept in its directory, the same for every process that opens it), which
+// no cloud credential's expiry or rotation touches, so its URLs last until
+// their expiry and the 202 hands them out as they are.
+func (s *Store) SignsLastingURLs() bool { return true }
+
 // sign returns the signature of a read of key until se (Unix seconds).
 func (s *Store) sign(key string, se int64) string {
 	m := hmac.New(sha256.New, s.signingKey)

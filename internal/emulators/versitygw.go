@@ -77,6 +77,27 @@ func (v *Versitygw) Start(tb testing.TB) {
 	v.p.start(tb)
 }
 
+// Rekey stops versitygw and starts it again on the same port and data with
+// the root key access and secret instead of the one it served: every URL
+// presigned with the old key is refused from then on (403), as when an
+// access key is deleted or a role's session token expires. The process is
+// stopped when tb finishes.
+func (v *Versitygw) Rekey(tb testing.TB, access, secret string) {
+	tb.Helper()
+	v.p.stop()
+	v.p.mu.Lock()
+	for i := 0; i+1 < len(v.p.argv); i++ {
+		switch v.p.argv[i] {
+		case "--access":
+			v.p.argv[i+1] = access
+		case "--secret":
+			v.p.argv[i+1] = secret
+		}
+	}
+	v.p.mu.Unlock()
+	v.p.start(tb)
+}
+
 // Stop stops versitygw (SIGTERM, then SIGKILL after a grace period) and
 // waits for it to exit; its port then refuses connections until Start.
 func (v *Versitygw) Stop() { v.p.stop() }
