@@ -50,8 +50,10 @@ locals {
   result_retention_days = max(1, ceil(var.async_ttl_secs / 86400))
 
   # The execution limit an HTTP invocation runs under: functionTimeout, capped
-  # at 230 s by the platform's load balancer.
-  http_limit_ms = min(var.function_timeout, 230) * 1000
+  # by the platform's load balancer at 230 s, which the gateway counts from
+  # 30 s before it sees a request (its HTTPLead: the load balancer's clock
+  # starts earlier; docs/deadlines.md, "Azure's HTTP clock"): 200 s.
+  http_limit_ms = min(var.function_timeout, 200) * 1000
 
   function_timeout_text = format("%02d:%02d:%02d", floor(var.function_timeout / 3600), floor(var.function_timeout % 3600 / 60), var.function_timeout % 60)
 
@@ -297,19 +299,19 @@ resource "azurerm_function_app_flex_consumption" "gateway" {
   lifecycle {
     precondition {
       condition     = var.function_limit_margin_ms < local.http_limit_ms
-      error_message = "function_limit_margin_ms must be less than the HTTP execution limit, min(function_timeout, 230 s)."
+      error_message = "function_limit_margin_ms must be less than the HTTP execution limit, min(function_timeout, 200 s)."
     }
     precondition {
       condition     = var.timeout == tonumber(local.gateway_defaults.Timeout) || var.timeout <= local.http_limit_ms - var.function_limit_margin_ms
-      error_message = "timeout must fit one HTTP invocation: at most min(function_timeout, 230 s) less function_limit_margin_ms, in ms."
+      error_message = "timeout must fit one HTTP invocation: at most min(function_timeout, 200 s) less function_limit_margin_ms, in ms."
     }
     precondition {
       condition     = alltrue([for r in coalesce(var.routes, []) : r.timeoutMs == null || coalesce(r.timeoutMs, 0) <= local.http_limit_ms - var.function_limit_margin_ms])
-      error_message = "Every route's timeoutMs must fit one HTTP invocation: at most min(function_timeout, 230 s) less function_limit_margin_ms."
+      error_message = "Every route's timeoutMs must fit one HTTP invocation: at most min(function_timeout, 200 s) less function_limit_margin_ms."
     }
     precondition {
       condition     = !var.async_mode_enabled || var.async_trigger_timeout == tonumber(local.gateway_defaults.AsyncTriggerTimeout) || var.async_trigger_timeout <= local.http_limit_ms - var.function_limit_margin_ms
-      error_message = "async_trigger_timeout must let the 202 go out inside one HTTP invocation: at most min(function_timeout, 230 s) less function_limit_margin_ms."
+      error_message = "async_trigger_timeout must let the 202 go out inside one HTTP invocation: at most min(function_timeout, 200 s) less function_limit_margin_ms."
     }
     precondition {
       condition     = var.function_timeout_secs == null || coalesce(var.function_timeout_secs, 0) <= var.function_timeout

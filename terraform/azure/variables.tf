@@ -72,7 +72,7 @@ variable "maximum_instance_count" {
 }
 
 variable "function_timeout" {
-  description = "The Functions host's functionTimeout in whole seconds, written as AzureFunctionsJobHost__functionTimeout (it overrides host.json). HTTP invocations are further capped at 230 s by the platform. At most 3600: Flex Consumption enforces no maximum, but it guarantees an execution only 60 minutes at scale-in."
+  description = "The Functions host's functionTimeout in whole seconds, written as AzureFunctionsJobHost__functionTimeout (it overrides host.json). HTTP invocations are further capped at 230 s by the platform's load balancer, which the gateway counts from 30 s before it sees the request: 200 s. At most 3600: Flex Consumption enforces no maximum, but it guarantees an execution only 60 minutes at scale-in."
   type        = number
   default     = 1800
   nullable    = false
