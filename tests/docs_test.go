@@ -300,6 +300,12 @@ func (s *docSession) env() []string {
 			env = append(env, kv)
 		}
 	}
+	// go build finds the build cache the tests' own build filled.
+	for _, k := range []string{"GOCACHE", "GOPATH", "GOMODCACHE", "GOFLAGS", "GOTOOLCHAIN", "GOROOT"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
 	return append(env, "DOCS_REAL_GO="+os.Getenv("DOCS_REAL_GO"), "DOCS_GATEWAY="+binary)
 }
 
