@@ -208,4 +208,4 @@ fuzz:
 	done
 
 clean:
-	rm -rf bin dist .tools .gateway-data
+	rm -rf bin dist .tools .gateway-data gateway
