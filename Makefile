@@ -189,7 +189,9 @@ python-azure:
 	@/usr/bin/python3 -c 'import azure.core' 2>/dev/null || { $(call timed,python3-azure) { apt-get update -qq && apt-get install -y -qq python3-azure >/dev/null; }; }
 
 ## bench: gateway vs bare httputil.ReverseProxy, deadline lateness, async hand-off.
-bench: tools
+## Installs only what the benchmarks use: benchstat, and Node 22 with Azurite
+## (BenchmarkAsyncHandoff/store=azurite), not every tool of make test.
+bench: $(TOOLS)/bin/benchstat $(NODE_STAMP)
 	go test -run '^$$' -bench . -benchmem -count 6 -timeout 30m ./tests/bench/ | tee bench/last.txt
 	benchstat bench/last.txt
 	@echo; echo "gateway vs bare httputil.ReverseProxy (and direct):"
@@ -212,4 +214,4 @@ fuzz:
 	done
 
 clean:
-	rm -rf bin dist .tools .gateway-data
+	rm -rf bin dist .tools .gateway-data gateway
