@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"net/textproto"
 	"net/url"
@@ -17,7 +16,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -255,9 +253,10 @@ func (h *Handler) serveHTTP(ctx context.Context, done context.CancelFunc, event 
 		return nil, err
 	}
 	if k == kindFunctionURL && h.InvokeMode == core.InvokeResponseStream {
-		return h.stream(r, done), nil
+		return h.stream(r.WithContext(core.WithResponseLimit(r.Context(), StreamedResponse)), done), nil
 	}
 	defer done()
+	r = r.WithContext(core.WithResponseLimit(r.Context(), BufferedResponse))
 	w := &bufferedWriter{header: http.Header{}}
 	if aborted := serve(h.HTTP, w, r); aborted {
 		// The status may already be written: the closest Lambda has to a
@@ -323,7 +322,7 @@ func (w *bufferedWriter) result() (status int, hdr map[string]string, cookies []
 	}
 	hdr, cookies = responseHeaders(w.header)
 	b := w.body.Bytes()
-	if isText(w.header.Get("Content-Type"), b) {
+	if core.TextBody(w.header.Get("Content-Type"), b) {
 		return status, hdr, cookies, string(b), false
 	}
 	return status, hdr, cookies, base64.StdEncoding.EncodeToString(b), true
@@ -346,23 +345,6 @@ func responseHeaders(h http.Header) (map[string]string, []string) {
 		}
 	}
 	return out, cookies
-}
-
-// isText reports whether a body with this Content-Type is clearly text that
-// survives as a JSON string: a textual media type and valid UTF-8. Anything
-// else is base64-encoded, so binary bytes reach the client unchanged.
-func isText(contentType string, b []byte) bool {
-	if len(b) == 0 {
-		return true
-	}
-	mt, _, err := mime.ParseMediaType(contentType)
-	if err != nil {
-		return false
-	}
-	textual := strings.HasPrefix(mt, "text/") || mt == "application/json" || strings.HasSuffix(mt, "+json") ||
-		mt == "application/xml" || strings.HasSuffix(mt, "+xml") || mt == "application/javascript" ||
-		mt == "application/x-www-form-urlencoded"
-	return textual && utf8.Valid(b)
 }
 
 // stream answers r through a Function URL in RESPONSE_STREAM mode: the
