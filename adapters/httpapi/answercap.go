@@ -1,10 +1,10 @@
 package httpapi
 
 import (
-	"bytes"
 	"errors"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"fngateway/core"
 )
@@ -32,7 +32,7 @@ type answerCap struct {
 	http.ResponseWriter
 	limit core.ResponseLimit
 	meter *core.PayloadMeter
-	held  bytes.Buffer // the body, for a Whole host
+	held  heldBody // the body, for a Whole host
 	over  bool
 }
 
@@ -66,7 +66,8 @@ func (c *answerCap) Write(p []byte) (int, error) {
 		return 0, errTooLarge
 	}
 	if c.limit.Whole {
-		return c.held.Write(p)
+		c.held.write(p)
+		return len(p), nil
 	}
 	return c.ResponseWriter.Write(p)
 }
@@ -83,14 +84,58 @@ func (c *answerCap) Flush() {
 func (c *answerCap) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 
 // release sends what a Whole host's answer held: the status, then the
-// body in one write, and lets the held bytes go.
+// body, and gives the held chunks back. A host writer that can grow its
+// own buffer to the body's size at once (Grow, as bytes.Buffer's) is told
+// it first, so that it does not double its way there.
 func (c *answerCap) release(code int) {
 	if !c.limit.Whole {
 		return
 	}
 	c.ResponseWriter.WriteHeader(code)
-	c.ResponseWriter.Write(c.held.Bytes())
-	c.held = bytes.Buffer{}
+	if g, ok := c.ResponseWriter.(interface{ Grow(n int) }); ok {
+		g.Grow(c.held.n)
+	}
+	for _, b := range c.held.chunks {
+		c.ResponseWriter.Write(b)
+	}
+	c.held.free()
+}
+
+// drop gives the held chunks back without sending them.
+func (c *answerCap) drop() { c.held.free() }
+
+// heldChunk is the size of the chunks a held body is kept in.
+const heldChunk = 64 << 10
+
+// heldChunks are the chunks of held bodies, shared by every response: a
+// body held to the cap and refused, or sent, leaves no garbage behind.
+var heldChunks = sync.Pool{New: func() any { return new([heldChunk]byte) }}
+
+// heldBody is a body held in pooled fixed-size chunks: it grows without
+// copying what it holds.
+type heldBody struct {
+	chunks [][]byte
+	n      int
+}
+
+func (b *heldBody) write(p []byte) {
+	b.n += len(p)
+	for len(p) > 0 {
+		if k := len(b.chunks); k == 0 || len(b.chunks[k-1]) == heldChunk {
+			b.chunks = append(b.chunks, heldChunks.Get().(*[heldChunk]byte)[:0])
+		}
+		last := &b.chunks[len(b.chunks)-1]
+		m := min(len(p), heldChunk-len(*last))
+		*last = append(*last, p[:m]...)
+		p = p[m:]
+	}
+}
+
+func (b *heldBody) free() {
+	for _, c := range b.chunks {
+		heldChunks.Put((*[heldChunk]byte)(c[:heldChunk]))
+	}
+	*b = heldBody{}
 }
 
 // tooLarge is the error for an answer that will not fit the host's limit.

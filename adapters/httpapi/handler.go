@@ -330,6 +330,7 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, res *core.Result
 		// be sent, and stop reading the backend as soon as it cannot fit
 		// (closing its body cancels the attempt's upstream).
 		capped = newAnswerCap(w, l)
+		defer capped.drop()
 		if !capped.fits(resp.ContentLength) {
 			h.refuseTooLarge(w, capped, res, resp, closing, lg)
 			return false
@@ -507,7 +508,7 @@ func (h *Handler) log(ctx context.Context, r *http.Request, arrival time.Time, l
 			Deadline: lg.fired, Async: lg.async, Duration: now.Sub(arrival)})
 	}
 	level, msg := slog.LevelInfo, "request"
-	if lg.code == "StreamCut" || lg.code == "BackendCut" {
+	if lg.code == "StreamCut" || lg.code == "BackendCut" || lg.code == "ResponseTooLarge" && lg.err != "" {
 		level, msg = slog.LevelWarn, "request stream cut"
 	}
 	attrs := [...]slog.Attr{

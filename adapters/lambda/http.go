@@ -263,11 +263,7 @@ func (h *Handler) serveHTTP(ctx context.Context, done context.CancelFunc, event 
 		// transfer that breaks is a failed invocation (the client gets 502).
 		return nil, errStreamCut
 	}
-	status, hdr, cookies, body, b64 := w.result()
-	if k == kindAPIGateway {
-		return events.APIGatewayV2HTTPResponse{StatusCode: status, Headers: hdr, Cookies: cookies, Body: body, IsBase64Encoded: b64}, nil
-	}
-	return events.LambdaFunctionURLResponse{StatusCode: status, Headers: hdr, Cookies: cookies, Body: body, IsBase64Encoded: b64}, nil
+	return w.payload(), nil
 }
 
 // errStreamCut ends an invocation whose response body was cut after its
@@ -312,20 +308,18 @@ func (w *bufferedWriter) Write(p []byte) (int, error) {
 // Flush does nothing: the response leaves whole.
 func (w *bufferedWriter) Flush() {}
 
-// result returns the response in the payload 2.0 form: headers joined by
-// commas, Set-Cookie as cookies, and the body base64-encoded unless it is
-// clearly text.
-func (w *bufferedWriter) result() (status int, hdr map[string]string, cookies []string, body string, b64 bool) {
-	status = w.status
+// Grow makes room for n more bytes of body at once, when the HTTP face
+// knows the size of the body it is about to write.
+func (w *bufferedWriter) Grow(n int) { w.body.Grow(n) }
+
+// payload returns the response as the payload 2.0 document, encoded as
+// it is read.
+func (w *bufferedWriter) payload() *payload {
+	status := w.status
 	if status == 0 {
 		status = http.StatusOK
 	}
-	hdr, cookies = responseHeaders(w.header)
-	b := w.body.Bytes()
-	if core.TextBody(w.header.Get("Content-Type"), b) {
-		return status, hdr, cookies, string(b), false
-	}
-	return status, hdr, cookies, base64.StdEncoding.EncodeToString(b), true
+	return newPayload(status, w.header, w.body.Bytes())
 }
 
 // responseHeaders splits h into the payload 2.0 response's headers (values
