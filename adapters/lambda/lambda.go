@@ -174,9 +174,10 @@ func classify(event []byte) (kind, error) {
 	return kindUnknown, fmt.Errorf("%w: neither an HTTP payload 2.0 event nor an SQS event", ErrUnsupportedEvent)
 }
 
-// Invoke answers one invocation with the raw event. Its result is an
-// events.LambdaFunctionURLResponse, events.APIGatewayV2HTTPResponse,
-// *events.LambdaFunctionURLStreamingResponse or events.SQSEventResponse.
+// Invoke answers one invocation with the raw event. Its result is a
+// buffered payload format 2.0 response (a reader of its JSON document, the
+// same for Function URLs and API Gateway), an
+// *events.LambdaFunctionURLStreamingResponse or an events.SQSEventResponse.
 func (h *Handler) Invoke(ctx context.Context, event json.RawMessage) (any, error) {
 	if h.Check != nil {
 		h.checkOnce.Do(func() {
