@@ -131,6 +131,22 @@ func TestAnswerCap(t *testing.T) {
 	}
 }
 
+// TestAnswerCapHead: the Content-Length of an answer to HEAD announces a
+// body that is not sent: it passes, however large.
+func TestAnswerCapHead(t *testing.T) {
+	rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: 200, Header: http.Header{"Content-Length": {"7000000"}}, ContentLength: 7000000, Body: http.NoBody}, nil
+	})
+	h := &Handler{Settings: testSettings(t, "http://backend.invalid:1"), Forwarder: &core.Forwarder{Transport: rt},
+		Host: core.HostCaps{Response: core.ResponseLimit{MaxBytes: 1000, Whole: true, Form: core.PayloadJSON}}}
+	h.Init()
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodHead, "http://gw/x", nil))
+	if w.Code != http.StatusOK || w.Header().Get("Content-Length") != "7000000" {
+		t.Errorf("HEAD answered %d %v, want 200 with the backend's Content-Length", w.Code, w.Header())
+	}
+}
+
 // TestAnswerCapPerRequest: a limit set on the request (a Lambda API
 // Gateway event under a streaming Function URL) wins over the host's.
 func TestAnswerCapPerRequest(t *testing.T) {

@@ -331,7 +331,8 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, res *core.Result
 		// (closing its body cancels the attempt's upstream).
 		capped = newAnswerCap(w, l)
 		defer capped.drop()
-		if !capped.fits(resp.ContentLength) {
+		if announced := resp.ContentLength; r.Method != http.MethodHead && resp.StatusCode != http.StatusNotModified &&
+			resp.StatusCode != http.StatusNoContent && !capped.fits(announced) {
 			h.refuseTooLarge(w, capped, res, resp, closing, lg)
 			return false
 		}
