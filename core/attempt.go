@@ -69,6 +69,10 @@ const (
 	// query parameter a route with auth does not pass (Route.Admit): 400.
 	ReasonHeaderNotAllowed
 	ReasonQueryNotAllowed
+	// ReasonResponseTooLarge: the backend's answer costs more than the
+	// host can send (HostCaps.Response); the gateway stopped reading it
+	// and cancelled its upstream: 502.
+	ReasonResponseTooLarge
 )
 
 // Code returns the contract's error code for r.
@@ -114,6 +118,8 @@ func (r Reason) Code() string {
 		return "HeaderNotAllowed"
 	case ReasonQueryNotAllowed:
 		return "QueryNotAllowed"
+	case ReasonResponseTooLarge:
+		return "ResponseTooLarge"
 	}
 	return "Internal"
 }
@@ -138,7 +144,7 @@ func (r Reason) Status(attempted bool) int {
 		return http.StatusGatewayTimeout
 	case ReasonAttemptTimeout, ReasonFunctionLimit:
 		return http.StatusGatewayTimeout
-	case ReasonBackendUnavailable, ReasonBackendAuthFailed:
+	case ReasonBackendUnavailable, ReasonBackendAuthFailed, ReasonResponseTooLarge:
 		return http.StatusBadGateway
 	case ReasonAsyncUnavailable:
 		return http.StatusServiceUnavailable

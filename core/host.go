@@ -23,4 +23,8 @@ type HostCaps struct {
 	// a tunnel after a 101 Switching Protocols (WebSocket). Hosts that
 	// cannot refuse upgrade requests clearly.
 	Upgrade bool
+	// Response is the largest answer the host can send, and how it counts
+	// one (ResponseLimit). The zero value sets no limit: local, and Azure
+	// Functions, whose host documents none for HTTP responses.
+	Response ResponseLimit
 }

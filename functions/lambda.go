@@ -36,7 +36,7 @@ func runLambda(ctx context.Context, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	gw, err := assemble(ctx, s, lambda.Caps(), logger)
+	gw, err := assemble(ctx, s, lambda.CapsFor(s.InvokeMode), logger)
 	if err != nil {
 		return err
 	}

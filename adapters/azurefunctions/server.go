@@ -39,9 +39,11 @@ import (
 // Caps returns what this host can do: the process runs on after
 // answering, but the Functions host neither knows of nor waits for that
 // work, so the queued continuation stays the guarantee; connections cannot
-// be upgraded.
+// be upgraded; answers have no size limit (the Functions host documents
+// one for requests, 100 MB, none for responses: "Azure Functions HTTP
+// trigger", Limits).
 func Caps() core.HostCaps {
-	return core.HostCaps{Name: "azurefunctions", WorkAfterAnswer: true, Upgrade: false}
+	return core.HostCaps{Name: "azurefunctions", WorkAfterAnswer: true, Upgrade: false, Response: core.ResponseLimit{}}
 }
 
 // ContinuationPath is where the host invokes the continuation function: a

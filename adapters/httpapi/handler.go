@@ -326,10 +326,37 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, res *core.Result
 			hdr.Add("Trailer", k)
 		}
 	}
-	w.WriteHeader(resp.StatusCode)
 	flush := route.Stream || resp.ContentLength == -1 ||
 		strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
-	err := copyBody(w, resp.Body, flush)
+	dst := w
+	var capped *answerCap
+	if l := h.responseLimit(r); l.MaxBytes > 0 {
+		// The host cannot send more than l: count the answer as it will
+		// be sent, and stop reading the backend as soon as it cannot fit
+		// (closing its body cancels the attempt's upstream).
+		capped = newAnswerCap(w, l)
+		defer capped.drop()
+		if announced := resp.ContentLength; r.Method != http.MethodHead && resp.StatusCode != http.StatusNotModified &&
+			resp.StatusCode != http.StatusNoContent && !capped.fits(announced) {
+			h.refuseTooLarge(w, capped, res, resp, closing, lg)
+			return false
+		}
+		dst = capped
+	}
+	dst.WriteHeader(resp.StatusCode)
+	err := copyBody(dst, resp.Body, flush)
+	if capped != nil && capped.over {
+		if capped.limit.Whole {
+			h.refuseTooLarge(w, capped, res, resp, closing, lg)
+			return false
+		}
+		// A stream whose status is sent: cut it, as the platform would,
+		// but with the gateway's own log line.
+		lg.code = core.ReasonResponseTooLarge.Code()
+		lg.err = h.tooLarge(capped, res, resp.ContentLength).Message
+		resp.Body.Close()
+		panic(http.ErrAbortHandler)
+	}
 	if err != nil {
 		switch cut := core.StreamCut(resp.Body); {
 		case cut != nil:
@@ -352,10 +379,30 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, res *core.Result
 		resp.Body.Close()
 		panic(http.ErrAbortHandler)
 	}
+	if capped != nil && capped.limit.Whole {
+		// A whole answer carries no trailers (there is no chunked framing
+		// to put them in): its headers were counted without them.
+		capped.release(resp.StatusCode)
+		return false
+	}
 	for k, v := range resp.Trailer {
 		hdr[http.TrailerPrefix+k] = v
 	}
 	return !flush && resp.ContentLength >= 0 && len(resp.Trailer) == 0
+}
+
+// refuseTooLarge answers 502 ResponseTooLarge for an answer that will not
+// fit the host's limit: nothing of it was sent, its body is closed (the
+// attempt's upstream is cancelled) and its headers are dropped.
+func (h *Handler) refuseTooLarge(w http.ResponseWriter, c *answerCap, res *core.Result, resp *http.Response, closing []string, lg *requestLog) {
+	resp.Body.Close()
+	hdr := w.Header()
+	clear(hdr)
+	if closing != nil {
+		hdr["Connection"] = closing
+	}
+	h.Stats.CountEnd(core.ReasonResponseTooLarge)
+	h.fail(w, h.tooLarge(c, res, resp.ContentLength), lg)
 }
 
 // attemptsValues are the x-Attempts header values of small counts, shared
@@ -467,7 +514,7 @@ func (h *Handler) log(ctx context.Context, r *http.Request, arrival time.Time, l
 			Deadline: lg.fired, Async: lg.async, Duration: now.Sub(arrival)})
 	}
 	level, msg := slog.LevelInfo, "request"
-	if lg.code == "StreamCut" || lg.code == "BackendCut" {
+	if lg.code == "StreamCut" || lg.code == "BackendCut" || lg.code == "ResponseTooLarge" && lg.err != "" {
 		level, msg = slog.LevelWarn, "request stream cut"
 	}
 	attrs := [...]slog.Attr{

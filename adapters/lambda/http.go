@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"net/textproto"
 	"net/url"
@@ -17,7 +16,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -255,20 +253,17 @@ func (h *Handler) serveHTTP(ctx context.Context, done context.CancelFunc, event 
 		return nil, err
 	}
 	if k == kindFunctionURL && h.InvokeMode == core.InvokeResponseStream {
-		return h.stream(r, done), nil
+		return h.stream(r.WithContext(core.WithResponseLimit(r.Context(), StreamedResponse)), done), nil
 	}
 	defer done()
+	r = r.WithContext(core.WithResponseLimit(r.Context(), BufferedResponse))
 	w := &bufferedWriter{header: http.Header{}}
 	if aborted := serve(h.HTTP, w, r); aborted {
 		// The status may already be written: the closest Lambda has to a
 		// transfer that breaks is a failed invocation (the client gets 502).
 		return nil, errStreamCut
 	}
-	status, hdr, cookies, body, b64 := w.result()
-	if k == kindAPIGateway {
-		return events.APIGatewayV2HTTPResponse{StatusCode: status, Headers: hdr, Cookies: cookies, Body: body, IsBase64Encoded: b64}, nil
-	}
-	return events.LambdaFunctionURLResponse{StatusCode: status, Headers: hdr, Cookies: cookies, Body: body, IsBase64Encoded: b64}, nil
+	return w.payload(), nil
 }
 
 // errStreamCut ends an invocation whose response body was cut after its
@@ -313,20 +308,18 @@ func (w *bufferedWriter) Write(p []byte) (int, error) {
 // Flush does nothing: the response leaves whole.
 func (w *bufferedWriter) Flush() {}
 
-// result returns the response in the payload 2.0 form: headers joined by
-// commas, Set-Cookie as cookies, and the body base64-encoded unless it is
-// clearly text.
-func (w *bufferedWriter) result() (status int, hdr map[string]string, cookies []string, body string, b64 bool) {
-	status = w.status
+// Grow makes room for n more bytes of body at once, when the HTTP face
+// knows the size of the body it is about to write.
+func (w *bufferedWriter) Grow(n int) { w.body.Grow(n) }
+
+// payload returns the response as the payload 2.0 document, encoded as
+// it is read.
+func (w *bufferedWriter) payload() *payload {
+	status := w.status
 	if status == 0 {
 		status = http.StatusOK
 	}
-	hdr, cookies = responseHeaders(w.header)
-	b := w.body.Bytes()
-	if isText(w.header.Get("Content-Type"), b) {
-		return status, hdr, cookies, string(b), false
-	}
-	return status, hdr, cookies, base64.StdEncoding.EncodeToString(b), true
+	return newPayload(status, w.header, w.body.Bytes())
 }
 
 // responseHeaders splits h into the payload 2.0 response's headers (values
@@ -346,23 +339,6 @@ func responseHeaders(h http.Header) (map[string]string, []string) {
 		}
 	}
 	return out, cookies
-}
-
-// isText reports whether a body with this Content-Type is clearly text that
-// survives as a JSON string: a textual media type and valid UTF-8. Anything
-// else is base64-encoded, so binary bytes reach the client unchanged.
-func isText(contentType string, b []byte) bool {
-	if len(b) == 0 {
-		return true
-	}
-	mt, _, err := mime.ParseMediaType(contentType)
-	if err != nil {
-		return false
-	}
-	textual := strings.HasPrefix(mt, "text/") || mt == "application/json" || strings.HasSuffix(mt, "+json") ||
-		mt == "application/xml" || strings.HasSuffix(mt, "+xml") || mt == "application/javascript" ||
-		mt == "application/x-www-form-urlencoded"
-	return textual && utf8.Valid(b)
 }
 
 // stream answers r through a Function URL in RESPONSE_STREAM mode: the

@@ -36,11 +36,38 @@ import (
 // waiting for the function after 30 s, whatever the function's own timeout.
 const APIGatewayLimit = 30 * time.Second
 
-// Caps returns what the Lambda host can do: nothing after the answer, no
-// connection upgrades.
-func Caps() core.HostCaps {
-	return core.HostCaps{Name: "lambda", WorkAfterAnswer: false, Upgrade: false}
+// Caps returns what the Lambda host can do when its Function URL answers
+// buffered (CapsFor(core.InvokeBuffered)).
+func Caps() core.HostCaps { return CapsFor(core.InvokeBuffered) }
+
+// CapsFor returns what the Lambda host can do with a Function URL in the
+// given invoke mode: nothing after the answer, no connection upgrades, and
+// answers no larger than the mode allows (BufferedResponse,
+// StreamedResponse). API Gateway events are answered buffered in either
+// mode; the handler sets their limit on each request.
+func CapsFor(mode core.InvokeMode) core.HostCaps {
+	c := core.HostCaps{Name: "lambda", WorkAfterAnswer: false, Upgrade: false, Response: BufferedResponse}
+	if mode == core.InvokeResponseStream {
+		c.Response = StreamedResponse
+	}
+	return c
 }
+
+// BufferedResponse is the limit of a buffered answer (Function URL
+// BUFFERED, API Gateway): "The maximum payload size is 6 MB" (AWS Lambda
+// Developer Guide, "Invoking a response streaming enabled function using
+// Lambda function URLs"; "Lambda quotas": 6 MB each for request and
+// response, synchronous). The payload is the JSON response document, a
+// binary body base64-encoded in it; Lambda refuses a larger one (413 from
+// the Runtime API, and the client gets a bare 502). 6 MiB, the smaller
+// reading of "6 MB" that Lambda's own error message states (6291556 bytes).
+var BufferedResponse = core.ResponseLimit{MaxBytes: 6 << 20, Whole: true, Form: core.PayloadJSON}
+
+// StreamedResponse is the limit of a streamed answer (Function URL
+// RESPONSE_STREAM): "The maximum response payload size is 200 MB" (same
+// page). The body streams as it is; 200,000,000 bytes, the smaller reading,
+// leaves room for the prelude of status and headers.
+var StreamedResponse = core.ResponseLimit{MaxBytes: 200_000_000, Whole: false, Form: core.PayloadBytes}
 
 // Continuer runs one continuation message. *async.Async is one: Process
 // returns nil when the message is done with, an error wrapping
@@ -159,9 +186,10 @@ func classify(event []byte) (kind, error) {
 	return kindUnknown, fmt.Errorf("%w: neither an HTTP payload 2.0 event nor an SQS event", ErrUnsupportedEvent)
 }
 
-// Invoke answers one invocation with the raw event. Its result is an
-// events.LambdaFunctionURLResponse, events.APIGatewayV2HTTPResponse,
-// *events.LambdaFunctionURLStreamingResponse or events.SQSEventResponse.
+// Invoke answers one invocation with the raw event. Its result is a
+// buffered payload format 2.0 response (a reader of its JSON document, the
+// same for Function URLs and API Gateway), an
+// *events.LambdaFunctionURLStreamingResponse or an events.SQSEventResponse.
 func (h *Handler) Invoke(ctx context.Context, event json.RawMessage) (any, error) {
 	if h.Check != nil {
 		h.checkOnce.Do(func() {

@@ -110,14 +110,8 @@ func TestHTTPRoundTrip(t *testing.T) {
 			var cookies []string
 			var body string
 			var b64 bool
-			switch r := out.(type) {
-			case events.LambdaFunctionURLResponse:
-				status, hdr, cookies, body, b64 = r.StatusCode, r.Headers, r.Cookies, r.Body, r.IsBase64Encoded
-			case events.APIGatewayV2HTTPResponse:
-				status, hdr, cookies, body, b64 = r.StatusCode, r.Headers, r.Cookies, r.Body, r.IsBase64Encoded
-			default:
-				t.Fatalf("answer is a %T", out)
-			}
+			r := decodeAnswer(t, out)
+			status, hdr, cookies, body, b64 = r.StatusCode, r.Headers, r.Cookies, r.Body, r.IsBase64Encoded
 			if status != http.StatusCreated {
 				t.Errorf("status = %d, want 201", status)
 			}
@@ -329,7 +323,7 @@ func FuzzInvoke(f *testing.F) {
 		if got.target != want || !bytes.Equal(got.body, body) {
 			t.Fatalf("request %q %q, want %q %q", got.target, got.body, want, body)
 		}
-		r := out.(events.LambdaFunctionURLResponse)
+		r := decodeAnswer(t, out)
 		back, err := base64.StdEncoding.DecodeString(r.Body)
 		if !r.IsBase64Encoded && len(body) > 0 || err != nil || !bytes.Equal(back, body) {
 			t.Fatalf("response body %q (base64 %v), want %q", r.Body, r.IsBase64Encoded, body)
@@ -356,4 +350,25 @@ func TestCheck(t *testing.T) {
 	if fmt.Sprint(got) != "[7s]" {
 		t.Errorf("checked with %v, want once with 7s", got)
 	}
+}
+
+// decodeAnswer reads a buffered answer as the runtime client posts it:
+// aws-lambda-go's JSON encoding of the value, or the value itself when it
+// is a reader that encodes as {} (lambda/handler.go).
+func decodeAnswer(tb testing.TB, out any) events.LambdaFunctionURLResponse {
+	tb.Helper()
+	doc, err := json.Marshal(out)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if r, ok := out.(io.Reader); ok && string(doc) == "{}" {
+		if doc, err = io.ReadAll(r); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	var a events.LambdaFunctionURLResponse
+	if err := json.Unmarshal(doc, &a); err != nil {
+		tb.Fatalf("answer %q: %v", doc, err)
+	}
+	return a
 }

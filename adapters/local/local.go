@@ -15,9 +15,9 @@ import (
 )
 
 // Caps returns what the local host can do: work after answering (the
-// process runs on) and connection upgrades.
+// process runs on), connection upgrades, and answers of any size.
 func Caps() core.HostCaps {
-	return core.HostCaps{Name: "local", WorkAfterAnswer: true, Upgrade: true}
+	return core.HostCaps{Name: "local", WorkAfterAnswer: true, Upgrade: true, Response: core.ResponseLimit{}}
 }
 
 // Server serves a gateway handler on a TCP address. Its zero value is not

@@ -1,0 +1,239 @@
+package core
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"mime"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+)
+
+// ResponseLimit is the largest answer a host can send, and how the host
+// counts an answer against it (CONTRACT §1). Each adapter states its own in
+// HostCaps.Response; the shared HTTP face never holds more than it, and
+// answers one that will not fit with 502 ResponseTooLarge instead of
+// leaving it to the platform. The zero value is no limit. A plain value,
+// safe to copy and to read from many goroutines.
+type ResponseLimit struct {
+	// MaxBytes is the most an answer may cost, as Form counts it. Zero
+	// means no limit.
+	MaxBytes int64
+	// Whole reports whether the host sends an answer only once it is
+	// complete (Lambda BUFFERED): the gateway then holds the body until
+	// its end, so an answer that passes MaxBytes can still become a 502.
+	// Otherwise the answer streams: one whose Content-Length already
+	// exceeds MaxBytes is refused before its status is sent, and one that
+	// passes MaxBytes later is cut (the client sees the transfer break).
+	Whole bool
+	// Form is how the host carries the answer, which decides its cost.
+	Form PayloadForm
+}
+
+// responseLimitKey is the context key of WithResponseLimit.
+type responseLimitKey struct{}
+
+// WithResponseLimit returns ctx carrying the response limit of one
+// request, for a host whose limit depends on how the request arrived
+// (Lambda: an API Gateway event is answered buffered even where the
+// Function URL streams). The HTTP face applies it instead of
+// HostCaps.Response.
+func WithResponseLimit(ctx context.Context, l ResponseLimit) context.Context {
+	return context.WithValue(ctx, responseLimitKey{}, l)
+}
+
+// ResponseLimitOf returns the limit WithResponseLimit put in ctx, and
+// whether there was one.
+func ResponseLimitOf(ctx context.Context) (ResponseLimit, bool) {
+	l, ok := ctx.Value(responseLimitKey{}).(ResponseLimit)
+	return l, ok
+}
+
+// PayloadForm is how a host carries an answer in its payload.
+type PayloadForm uint8
+
+const (
+	// PayloadBytes: the body's bytes as they are; status and headers are
+	// not counted (a Lambda response stream, whose limit is on the body).
+	PayloadBytes PayloadForm = iota
+	// PayloadJSON: the whole answer is one JSON document, as Lambda's
+	// payload format 2.0 responses are: status and headers as JSON
+	// members, the body a JSON string when TextBody says it is text and
+	// base64 otherwise.
+	PayloadJSON
+)
+
+// jsonEnvelope bounds the JSON members of a payload format 2.0 response
+// besides its headers' and body's contents: {"statusCode":…,"headers":,
+// "cookies":,"body":"","isBase64Encoded":false} and a final newline.
+const jsonEnvelope = 128
+
+// PayloadMeter counts what an answer costs in a PayloadForm as its body is
+// written to it, without holding the body: base64 is counted by length, a
+// JSON string by its escapes as encoding/json writes them (with HTML
+// escaping off, as aws-lambda-go encodes responses). Not safe for
+// concurrent use.
+type PayloadMeter struct {
+	form    PayloadForm
+	head    int64 // what everything but the body costs (at most)
+	n       int64 // body bytes so far
+	text    bool  // the body is still a candidate JSON string
+	escaped int64 // the body's JSON string so far (its quotes are in head)
+	partial [utf8.UTFMax]byte
+	np      int // bytes of partial: a rune begun at the end of a write
+}
+
+// NewPayloadMeter returns a meter for an answer in form whose headers are
+// h (the headers as the host will send them, Set-Cookie included). The
+// headers are counted at their JSON length as one array of values per name,
+// which is at least what a payload format 2.0 response writes for them.
+func NewPayloadMeter(form PayloadForm, h http.Header) *PayloadMeter {
+	m := &PayloadMeter{form: form}
+	if form == PayloadJSON {
+		m.head = jsonEnvelope + jsonLen(h)
+		m.text = TextMediaType(h.Get("Content-Type"))
+	}
+	return m
+}
+
+// jsonLen is the length of v as encoding/json writes it with HTML escaping
+// off.
+func jsonLen(v any) int64 {
+	var c byteCounter
+	enc := json.NewEncoder(&c)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v) // an http.Header always encodes
+	return int64(c)
+}
+
+type byteCounter int64
+
+func (c *byteCounter) Write(p []byte) (int, error) { *c += byteCounter(len(p)); return len(p), nil }
+
+// Write counts p as the body's next bytes. It never fails.
+func (m *PayloadMeter) Write(p []byte) (int, error) {
+	m.n += int64(len(p))
+	if m.text {
+		m.countText(p)
+	}
+	return len(p), nil
+}
+
+// countText adds p's cost as part of a JSON string, or ends text when p
+// makes the body invalid UTF-8.
+func (m *PayloadMeter) countText(p []byte) {
+	for m.np > 0 && len(p) > 0 {
+		// Finish the rune the last write began.
+		m.partial[m.np] = p[0]
+		m.np++
+		p = p[1:]
+		if !utf8.FullRune(m.partial[:m.np]) {
+			continue
+		}
+		r, size := utf8.DecodeRune(m.partial[:m.np])
+		if r == utf8.RuneError && size <= 1 || size != m.np {
+			m.text = false
+			return
+		}
+		m.escaped += runeCost(r, size)
+		m.np = 0
+	}
+	for i := 0; i < len(p); {
+		if c := p[i]; c < utf8.RuneSelf {
+			m.escaped += int64(asciiCost[c])
+			i++
+			continue
+		}
+		if !utf8.FullRune(p[i:]) {
+			m.np = copy(m.partial[:], p[i:])
+			return
+		}
+		r, size := utf8.DecodeRune(p[i:])
+		if r == utf8.RuneError && size == 1 {
+			m.text = false
+			return
+		}
+		m.escaped += runeCost(r, size)
+		i += size
+	}
+}
+
+// runeCost is what a valid rune of size bytes costs in a JSON string:
+// encoding/json writes U+2028 and U+2029 as \u escapes, others as they are.
+func runeCost(r rune, size int) int64 {
+	if r == '\u2028' || r == '\u2029' {
+		return 6
+	}
+	return int64(size)
+}
+
+// asciiCost is what each ASCII byte costs in a JSON string as
+// encoding/json writes it with HTML escaping off.
+var asciiCost = func() (t [utf8.RuneSelf]uint8) {
+	for c := range t {
+		switch {
+		case c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
+			t[c] = 2
+		case c < 0x20:
+			t[c] = 6 // \u00XX
+		default:
+			t[c] = 1
+		}
+	}
+	return t
+}()
+
+// Least returns the least an answer whose body so far has been written to
+// m can cost, whatever bytes follow: once it exceeds a limit, the answer
+// will not fit. With n more bytes announced (a Content-Length), pass them
+// as more; otherwise 0.
+func (m *PayloadMeter) Least(more int64) int64 {
+	n := m.n + more
+	if m.form == PayloadBytes {
+		return n
+	}
+	b64 := m.head + int64(base64.StdEncoding.EncodedLen(int(n)))
+	if !m.text {
+		return b64
+	}
+	// Still text: each further byte costs at least one as a JSON string,
+	// unless an invalid byte turns the body to base64 after all.
+	return min(m.head+m.escaped+int64(m.np)+more, b64)
+}
+
+// Cost returns what the answer costs once its body is complete: the
+// JSON string or the base64 form, whichever the host will send.
+func (m *PayloadMeter) Cost() int64 {
+	if m.form == PayloadBytes {
+		return m.n
+	}
+	if m.text && m.np == 0 {
+		return m.head + m.escaped
+	}
+	return m.head + int64(base64.StdEncoding.EncodedLen(int(m.n)))
+}
+
+// TextMediaType reports whether a body of this Content-Type may travel as
+// a JSON string (TextBody): a textual media type.
+func TextMediaType(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return false
+	}
+	return strings.HasPrefix(mt, "text/") || mt == "application/json" || strings.HasSuffix(mt, "+json") ||
+		mt == "application/xml" || strings.HasSuffix(mt, "+xml") || mt == "application/javascript" ||
+		mt == "application/x-www-form-urlencoded"
+}
+
+// TextBody reports whether a body with this Content-Type is clearly text
+// that survives as a JSON string: empty, or a textual media type and valid
+// UTF-8. A host that carries answers as JSON (PayloadJSON) base64-encodes
+// anything else, so binary bytes reach the client unchanged; PayloadMeter
+// counts by the same rule.
+func TextBody(contentType string, b []byte) bool {
+	if len(b) == 0 {
+		return true
+	}
+	return TextMediaType(contentType) && utf8.Valid(b)
+}
