@@ -338,7 +338,7 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, res *core.Result
 		defer capped.drop()
 		if announced := resp.ContentLength; r.Method != http.MethodHead && resp.StatusCode != http.StatusNotModified &&
 			resp.StatusCode != http.StatusNoContent && !capped.fits(announced) {
-			h.refuseTooLarge(w, capped, res, resp, closing, lg)
+			h.refuseTooLarge(r.Context(), w, capped, res, resp, closing, lg)
 			return false
 		}
 		dst = capped
@@ -347,7 +347,7 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, res *core.Result
 	err := copyBody(dst, resp.Body, flush)
 	if capped != nil && capped.over {
 		if capped.limit.Whole {
-			h.refuseTooLarge(w, capped, res, resp, closing, lg)
+			h.refuseTooLarge(r.Context(), w, capped, res, resp, closing, lg)
 			return false
 		}
 		// A stream whose status is sent: cut it, as the platform would,
@@ -394,7 +394,7 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, res *core.Result
 // refuseTooLarge answers 502 ResponseTooLarge for an answer that will not
 // fit the host's limit: nothing of it was sent, its body is closed (the
 // attempt's upstream is cancelled) and its headers are dropped.
-func (h *Handler) refuseTooLarge(w http.ResponseWriter, c *answerCap, res *core.Result, resp *http.Response, closing []string, lg *requestLog) {
+func (h *Handler) refuseTooLarge(ctx context.Context, w http.ResponseWriter, c *answerCap, res *core.Result, resp *http.Response, closing []string, lg *requestLog) {
 	resp.Body.Close()
 	hdr := w.Header()
 	clear(hdr)
@@ -402,7 +402,7 @@ func (h *Handler) refuseTooLarge(w http.ResponseWriter, c *answerCap, res *core.
 		hdr["Connection"] = closing
 	}
 	h.Stats.CountEnd(core.ReasonResponseTooLarge)
-	h.fail(w, h.tooLarge(c, res, resp.ContentLength), lg)
+	h.fail(ctx, w, h.tooLarge(c, res, resp.ContentLength), lg)
 }
 
 // attemptsValues are the x-Attempts header values of small counts, shared
