@@ -30,6 +30,9 @@ const versitygwReadyTimeout = 60 * time.Second // room for a loaded 2-core machi
 // test goroutine.
 type Versitygw struct {
 	p *process
+	// access and secret are the root key it serves (Rekey changes them);
+	// guarded by p.mu, which start holds while it builds the command.
+	access, secret string
 }
 
 // StartVersitygw starts versitygw with its posix backend on a loopback port
@@ -46,7 +49,8 @@ func StartVersitygw(tb testing.TB) *Versitygw {
 		tb.Fatalf("emulators: versitygw not found on PATH: %v; run `make tools` in the repository root (it installs versitygw into .tools/bin), and put .tools/bin on PATH (`make test` does)", err)
 	}
 	dir := tb.TempDir()
-	v := &Versitygw{p: &process{
+	v := &Versitygw{access: VersitygwAccessKey, secret: VersitygwSecretKey}
+	v.p = &process{
 		name: "versitygw",
 		// Port 0 binds a free port; versitygw's banner prints the port it
 		// was given, not the one bound, so start reads it from the
@@ -54,8 +58,8 @@ func StartVersitygw(tb testing.TB) *Versitygw {
 		command: func(port int) (argv, env []string) {
 			return []string{bin,
 				"--port", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-				"--access", VersitygwAccessKey,
-				"--secret", VersitygwSecretKey,
+				"--access", v.access,
+				"--secret", v.secret,
 				"--region", VersitygwRegion,
 				"--quiet",
 				"posix", dir,
@@ -63,7 +67,7 @@ func StartVersitygw(tb testing.TB) *Versitygw {
 		},
 		dir:   dir,
 		ready: versitygwReadyTimeout,
-	}}
+	}
 	v.p.start(tb)
 	return v
 }
@@ -86,14 +90,7 @@ func (v *Versitygw) Rekey(tb testing.TB, access, secret string) {
 	tb.Helper()
 	v.p.stop()
 	v.p.mu.Lock()
-	for i := 0; i+1 < len(v.p.argv); i++ {
-		switch v.p.argv[i] {
-		case "--access":
-			v.p.argv[i+1] = access
-		case "--secret":
-			v.p.argv[i+1] = secret
-		}
-	}
+	v.access, v.secret = access, secret
 	v.p.mu.Unlock()
 	v.p.start(tb)
 }
