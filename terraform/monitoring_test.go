@@ -177,7 +177,6 @@ func marshal(v any) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-
 // templateVars are the names each generated template may use: exactly the
 // ones its module passes to templatefile.
 var templateVars = map[string][]string{
