@@ -23,10 +23,11 @@ const monitoringDescription = "monitoring/panels.json"
 
 // gatewayLines is the KQL for the gateway's per-request log lines in the
 // Log Analytics workspace (the host sends the handler's standard output to
-// Application Insights as traces), each parsed as j: the {gateway} of the
+// Application Insights as traces), "request" and "request stream cut"
+// alike, each parsed as j: the {gateway} of the
 // description's queries. The Azure module's alerts use the same text
 // (local.gateway_lines; TestMonitoringGenerated).
-const gatewayLines = `AppTraces | where Message has '"msg":"request"' | extend j = parse_json(substring(Message, indexof(Message, '{')))`
+const gatewayLines = `AppTraces | where Message contains_cs '"msg":"request' | extend j = parse_json(substring(Message, indexof(Message, '{')))`
 
 type monitoring struct {
 	About  string  `json:"about"`
@@ -134,7 +135,7 @@ func dashboardBody(m monitoring) ([]byte, error) {
 		}
 		widgets = append(widgets, widget{Type: "metric", X: 12 * (i % 2), Y: 6 * (i / 2), Width: 12, Height: 6, Properties: props})
 	}
-	return marshal(map[string]any{"widgets": widgets})
+	return marshal(map[string]any{"start": "-PT24H", "widgets": widgets})
 }
 
 // workbookData is the Azure Monitor workbook's serialized data

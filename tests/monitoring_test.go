@@ -33,6 +33,7 @@ type emitted struct {
 	otlp          map[string]emulators.Metric
 	lineKeys      map[string]bool // the plain per-request line's fields (no EmfNamespace, as on Azure)
 	rawLines      []string        // the plain per-request lines, as written
+	otherLines    []string        // the plain gateway's other lines
 }
 
 const testEMFNamespace = "Gateway/Names"
@@ -94,6 +95,7 @@ func runForNames(t *testing.T) emitted {
 	for _, line := range plain.logs.Lines() {
 		var m map[string]any
 		if json.Unmarshal([]byte(line), &m) != nil || m["msg"] != "request" {
+			e.otherLines = append(e.otherLines, line)
 			continue
 		}
 		e.rawLines = append(e.rawLines, line)
@@ -149,10 +151,11 @@ type gatewayRefs struct {
 	dims    map[string][]string // EMF dimension → where
 	fields  map[string][]string // log line field (j.<field>) → where
 	codes   map[string][]string // compared with j.code → where
+	filters map[string][]string // the text that selects the request lines → where
 }
 
 func newRefs() gatewayRefs {
-	return gatewayRefs{metrics: map[string][]string{}, dims: map[string][]string{}, fields: map[string][]string{}, codes: map[string][]string{}}
+	return gatewayRefs{metrics: map[string][]string{}, dims: map[string][]string{}, fields: map[string][]string{}, codes: map[string][]string{}, filters: map[string][]string{}}
 }
 
 // awsRefs reads the AWS module: the dashboard's template (the rows whose
@@ -210,7 +213,7 @@ func awsRefs(t *testing.T) gatewayRefs {
 			t.Errorf("%s has no namespace", where)
 			continue
 		}
-		if tr, ok := ns.Expr.(*hclsyntax.ScopeTraversalExpr); !ok || exprText(src, ns.Expr) != "var.emf_namespace" || tr == nil {
+		if exprText(src, ns.Expr) != "var.emf_namespace" {
 			continue // an AWS namespace
 		}
 		mn, ok := b.Body.Attributes["metric_name"]
@@ -239,6 +242,7 @@ func exprText(src []byte, e hclsyntax.Expression) string {
 
 var (
 	fieldRef = regexp.MustCompile(`\bj\.([A-Za-z_][A-Za-z0-9_]*)`)
+	lineRef  = regexp.MustCompile(`AppTraces \| where Message contains_cs '([^']*)' \| extend j = parse_json`)
 	codeRef  = regexp.MustCompile(`j\.code\) == '([^']*)'`)
 )
 
@@ -258,6 +262,10 @@ func azureRefs(t *testing.T) gatewayRefs {
 		}
 		for _, m := range codeRef.FindAllStringSubmatch(string(raw), -1) {
 			r.codes[m[1]] = append(r.codes[m[1]], file)
+		}
+		text := strings.ReplaceAll(string(raw), `\"`, `"`) // JSON and HCL escape the quotes
+		for _, m := range lineRef.FindAllStringSubmatch(text, -1) {
+			r.filters[m[1]] = append(r.filters[m[1]], file)
 		}
 	}
 	return r
@@ -311,9 +319,19 @@ func TestMonitoringNamesEmitted(t *testing.T) {
 			t.Errorf("%v: code %q is no error code of the gateway", where, code)
 		}
 	}
-	for _, line := range e.rawLines {
-		if !strings.Contains(line, `"msg":"request"`) {
-			t.Errorf("per-request line %s lacks the text the Azure queries filter on, \"msg\":\"request\"", line)
+	if len(az.filters) == 0 {
+		t.Errorf("the Azure module selects the request lines with no filter this test knows (%s)", lineRef)
+	}
+	for filter, where := range az.filters {
+		for _, line := range e.rawLines {
+			if !strings.Contains(line, filter) {
+				t.Errorf("%v: per-request line %s lacks the text the queries select it by, %s", where, line, filter)
+			}
+		}
+		for _, line := range e.otherLines {
+			if strings.Contains(line, filter) {
+				t.Errorf("%v: the queries select %s by %s, which is no request line", where, line, filter)
+			}
 		}
 	}
 

@@ -11,9 +11,9 @@
 # go to the OTLP receiver otel_exporter_otlp_endpoint names, not here.
 
 locals {
-  # The gateway's per-request log lines, each parsed as j (the workbook's
-  # {gateway}).
-  gateway_lines = "AppTraces | where Message has '\"msg\":\"request\"' | extend j = parse_json(substring(Message, indexof(Message, '{')))"
+  # The gateway's per-request log lines ("request" and "request stream
+  # cut"), each parsed as j (the workbook's {gateway}).
+  gateway_lines = "AppTraces | where Message contains_cs '\"msg\":\"request' | extend j = parse_json(substring(Message, indexof(Message, '{')))"
   alert_actions = [azurerm_monitor_action_group.alerts.id]
 }
 
