@@ -68,7 +68,7 @@ locals {
   log_alerts = {
     dead-letters = {
       description = "Continuations the host moved to the poison queue (docs/operations.md#dead-letters-visible)."
-      query       = "AppTraces | where Message has 'Moving message to queue' and Message has '${local.poison_queue}'"
+      query       = "AppTraces | where Message contains 'Moving message to queue' and Message contains '${local.poison_queue}'"
       threshold   = var.alarm_dead_letters
       severity    = 1
     }
