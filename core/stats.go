@@ -114,6 +114,35 @@ func (s *Stats) countEnd(r Reason) {
 	}
 }
 
+// EndName returns the /_gateway/stats counter that CountEnd adds a request
+// ending with r to ("end_ttl_expired", "async_unavailable", …), or "" when
+// CountEnd counts none. The Embedded Metric Format line names its endings
+// with it, so the two never disagree (TestEndName).
+func (r Reason) EndName() string {
+	switch r {
+	case ReasonTTLExpired:
+		return "end_ttl_expired"
+	case ReasonAttemptTimeout:
+		return "end_attempt_timeout"
+	case ReasonFunctionLimit:
+		return "end_function_limit"
+	case ReasonBackendUnavailable:
+		return "end_backend_unavailable"
+	case ReasonClientGone:
+		return "end_client_gone"
+	case ReasonInvalidTTL, ReasonInvalidTimeout, ReasonInvalidPath, ReasonUpgradeUnsupported, ReasonInvalidBody,
+		ReasonMethodNotAllowed, ReasonHeaderNotAllowed, ReasonQueryNotAllowed:
+		return "end_bad_request"
+	case ReasonRequestTimeout:
+		return "end_request_timeout"
+	case ReasonAsyncUnavailable:
+		return "async_unavailable"
+	case ReasonBackendAuthFailed:
+		return "end_backend_auth_failed"
+	}
+	return ""
+}
+
 func (s *Stats) countCut(err error) {
 	if s == nil {
 		return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"fngateway/core"
@@ -11,9 +12,12 @@ import (
 
 // The per-request log line in CloudWatch Embedded Metric Format (setting
 // EmfNamespace, CONTRACT §7): the line's own durationMs and attempts, plus
-// the timeouts of its attempts by source and its retries under the names of
-// /_gateway/stats, declared in an _aws object so that CloudWatch Logs
-// extracts them as metrics, with no collector.
+// the timeouts of its attempts by source, its retries, how it ended and
+// whether it was handed off to async, under the names of /_gateway/stats
+// (1 or 0 on each line, so that a metric's Sum is the counter's rise),
+// declared in an _aws object so that CloudWatch Logs extracts them as
+// metrics, with no collector. The Terraform module's dashboard and alarms
+// read these names (terraform/monitoring.json; TestMonitoringNamesEmitted).
 
 // emfMetric is one entry of the _aws directive's Metrics.
 type emfMetric struct {
@@ -29,7 +33,23 @@ var emfMetrics = []emfMetric{
 	{"attempt_timeout_ttl", "Count"},
 	{"attempt_timeout_per_try", "Count"},
 	{"attempt_timeout_function_limit", "Count"},
+	{"requests", "Count"},
+	{"end_ttl_expired", "Count"},
+	{"end_attempt_timeout", "Count"},
+	{"end_function_limit", "Count"},
+	{"end_backend_unavailable", "Count"},
+	{"end_client_gone", "Count"},
+	{"end_bad_request", "Count"},
+	{"end_request_timeout", "Count"},
+	{"end_backend_auth_failed", "Count"},
+	{"async_accepted", "Count"},
+	{"async_unavailable", "Count"},
 }
+
+// emfEndings are the metrics of emfMetrics that count how a request ended:
+// the line's ending (core.Reason.EndName) has 1, the others 0.
+var emfEndings = []string{"end_ttl_expired", "end_attempt_timeout", "end_function_limit", "end_backend_unavailable",
+	"end_client_gone", "end_bad_request", "end_request_timeout", "end_backend_auth_failed", "async_unavailable"}
 
 // emfDirective is the _aws object.
 type emfDirective struct {
@@ -75,7 +95,23 @@ func (h *Handler) logEMF(ctx context.Context, hd slog.Handler, now time.Time, le
 		slog.Int64("attempt_timeout_ttl", ttl),
 		slog.Int64("attempt_timeout_per_try", perTry),
 		slog.Int64("attempt_timeout_function_limit", limit),
+		slog.Int64("requests", 1),
+	)
+	ended := lg.reason.EndName()
+	for _, name := range emfEndings {
+		rec.AddAttrs(slog.Int64(name, one(name == ended)))
+	}
+	rec.AddAttrs(
+		slog.Int64("async_accepted", one(lg.async != "" && lg.status == http.StatusAccepted)),
 		slog.Any("_aws", json.RawMessage(raw)),
 	)
 	hd.Handle(ctx, rec)
+}
+
+// one is 1 when b holds, 0 otherwise: a count on one line.
+func one(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }

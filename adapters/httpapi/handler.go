@@ -95,6 +95,7 @@ type requestLog struct {
 	route    string
 	status   int
 	code     string
+	reason   core.Reason // how it ended without a backend answer; ReasonNone if it did not
 	attempts int
 	fired    string
 	async    string
@@ -457,7 +458,7 @@ func copyBody(w http.ResponseWriter, src io.Reader, flush bool) error {
 // fail writes a gateway-made error, saying only what PublicMessage allows.
 func (h *Handler) fail(ctx context.Context, w http.ResponseWriter, e *core.Error, lg *requestLog) {
 	lg.attempts, lg.timeline = len(e.Attempts), e.Attempts
-	lg.code = e.Reason.Code()
+	lg.code, lg.reason = e.Reason.Code(), e.Reason
 	lg.fired = firedOf(e)
 	if e.Reason == core.ReasonClientGone {
 		lg.status = 499

@@ -310,3 +310,83 @@ func (c *Collector) WaitTrace(tb testing.TB, id string, timeout time.Duration, d
 		<-tick.C
 	}
 }
+
+// Metric is one metric as the collector received it: its name, its scope,
+// and the attribute keys any of its data points carried.
+type Metric struct {
+	Name, Scope string
+	Attributes  map[string]bool
+}
+
+// otlpMetricsJSON is the part of an OTLP/JSON ExportMetricsServiceRequest
+// (the file exporter's line) the tests read: the names, and the attributes
+// of the data points of every kind (sum, gauge, histogram).
+type otlpMetricsJSON struct {
+	ResourceMetrics []struct {
+		ScopeMetrics []struct {
+			Scope struct {
+				Name string `json:"name"`
+			} `json:"scope"`
+			Metrics []struct {
+				Name  string          `json:"name"`
+				Sum   *otlpDataPoints `json:"sum"`
+				Gauge *otlpDataPoints `json:"gauge"`
+				Hist  *otlpDataPoints `json:"histogram"`
+			} `json:"metrics"`
+		} `json:"scopeMetrics"`
+	} `json:"resourceMetrics"`
+}
+
+type otlpDataPoints struct {
+	DataPoints []struct {
+		Attributes []otlpKV `json:"attributes"`
+	} `json:"dataPoints"`
+}
+
+// Metrics returns every metric the collector has written so far, by name,
+// with the attribute keys of all its data points. A line the file exporter
+// has not finished writing is left for the next call.
+func (c *Collector) Metrics() (map[string]Metric, error) {
+	b, err := os.ReadFile(c.file)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]Metric{}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if !bytes.Contains(line, []byte(`"resourceMetrics"`)) {
+			continue // spans
+		}
+		var doc otlpMetricsJSON
+		if err := json.Unmarshal(line, &doc); err != nil {
+			continue // the exporter is still writing it
+		}
+		for _, rm := range doc.ResourceMetrics {
+			for _, sm := range rm.ScopeMetrics {
+				for _, m := range sm.Metrics {
+					got, ok := out[m.Name]
+					if !ok {
+						got = Metric{Name: m.Name, Scope: sm.Scope.Name, Attributes: map[string]bool{}}
+					}
+					for _, pts := range []*otlpDataPoints{m.Sum, m.Gauge, m.Hist} {
+						if pts == nil {
+							continue
+						}
+						for _, p := range pts.DataPoints {
+							for _, kv := range p.Attributes {
+								got.Attributes[kv.Key] = true
+							}
+						}
+					}
+					out[m.Name] = got
+				}
+			}
+		}
+	}
+	return out, sc.Err()
+}

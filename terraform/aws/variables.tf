@@ -177,6 +177,80 @@ variable "log_retention_days" {
   }
 }
 
+# --- monitoring (monitoring.tf; docs/operations.md) ---------------------------
+
+variable "alarm_email" {
+  description = "An e-mail address the alarms notify through an SNS topic the module creates (the address must confirm the subscription); null creates no topic and the alarms notify nobody."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.alarm_email == null || can(regex("^[^@\\s]+@[^@\\s]+$", var.alarm_email))
+    error_message = "The alarm_email value must be an e-mail address, or null."
+  }
+}
+
+variable "alarm_dead_letters" {
+  description = "Alarm when the continuations' dead-letter queue holds more than this many messages (its ApproximateNumberOfMessagesVisible, the most over 5 minutes). 0: any dead letter."
+  type        = number
+  default     = 0
+
+  validation {
+    condition     = var.alarm_dead_letters >= 0
+    error_message = "The alarm_dead_letters value must be 0 or more."
+  }
+}
+
+variable "alarm_continuation_age_secs" {
+  description = "Alarm when the oldest continuation waiting has waited longer than this, in seconds (the continuation queue's ApproximateAgeOfOldestMessage, the most over 5 minutes)."
+  type        = number
+  default     = 900
+
+  validation {
+    condition     = var.alarm_continuation_age_secs > 0
+    error_message = "The alarm_continuation_age_secs value must be more than 0."
+  }
+}
+
+variable "alarm_function_limit_endings" {
+  description = "Alarm when more than this many requests in 5 minutes ended 504 FunctionLimit (the EMF metric end_function_limit; no alarm with emf_namespace = null). 0: any."
+  type        = number
+  default     = 0
+
+  validation {
+    condition     = var.alarm_function_limit_endings >= 0
+    error_message = "The alarm_function_limit_endings value must be 0 or more."
+  }
+}
+
+variable "alarm_function_errors" {
+  description = "Alarm when more than this many invocations in 5 minutes failed in the function itself (AWS/Lambda Errors). 0: any."
+  type        = number
+  default     = 0
+
+  validation {
+    condition     = var.alarm_function_errors >= 0
+    error_message = "The alarm_function_errors value must be 0 or more."
+  }
+}
+
+variable "alarm_throttles" {
+  description = "Alarm when more than this many invocations in 5 minutes were throttled (AWS/Lambda Throttles). 0: any."
+  type        = number
+  default     = 0
+
+  validation {
+    condition     = var.alarm_throttles >= 0
+    error_message = "The alarm_throttles value must be 0 or more."
+  }
+}
+
+variable "s3_request_metrics" {
+  description = "Turn on S3 request metrics for the results bucket (billed as CloudWatch custom metrics), for the dashboard's S3 requests per async request."
+  type        = bool
+  default     = true
+}
+
 variable "tags" {
   description = "Tags for every resource."
   type        = map(string)

@@ -181,6 +181,74 @@ variable "log_retention_days" {
   }
 }
 
+# --- monitoring (monitoring.tf; docs/operations.md) ---------------------------
+
+variable "alarm_email" {
+  description = "An e-mail address the alerts' action group notifies; null: the action group has no receiver (add one in the portal, or use the alerts in Azure Monitor)."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.alarm_email == null || can(regex("^[^@\\s]+@[^@\\s]+$", var.alarm_email))
+    error_message = "The alarm_email value must be an e-mail address, or null."
+  }
+}
+
+variable "alarm_dead_letters" {
+  description = "Alert when the host moved more than this many continuations to the poison queue in 5 minutes (its log line \"Moving message to queue\"). 0: any."
+  type        = number
+  default     = 0
+
+  validation {
+    condition     = var.alarm_dead_letters >= 0
+    error_message = "The alarm_dead_letters value must be 0 or more."
+  }
+}
+
+variable "alarm_queue_messages" {
+  description = "Alert when the storage account's queues hold more than this many messages (QueueMessageCount, all queues, sampled hourly; the most over 6 hours): Azure Queue Storage has no age-of-oldest-message metric."
+  type        = number
+  default     = 1000
+
+  validation {
+    condition     = var.alarm_queue_messages >= 0
+    error_message = "The alarm_queue_messages value must be 0 or more."
+  }
+}
+
+variable "alarm_function_limit_endings" {
+  description = "Alert when more than this many requests in 5 minutes ended 504 FunctionLimit (the log line's code). 0: any."
+  type        = number
+  default     = 0
+
+  validation {
+    condition     = var.alarm_function_limit_endings >= 0
+    error_message = "The alarm_function_limit_endings value must be 0 or more."
+  }
+}
+
+variable "alarm_function_errors" {
+  description = "Alert when more than this many invocations in 5 minutes failed in the host or the function (AppRequests with Success false). 0: any."
+  type        = number
+  default     = 0
+
+  validation {
+    condition     = var.alarm_function_errors >= 0
+    error_message = "The alarm_function_errors value must be 0 or more."
+  }
+}
+
+variable "alarm_throttles" {
+  description = "Alert when more than this many invocations in 5 minutes were answered 429 (AppRequests). 0: any."
+  type        = number
+  default     = 0
+
+  validation {
+    condition     = var.alarm_throttles >= 0
+    error_message = "The alarm_throttles value must be 0 or more."
+  }
+}
+
 variable "tags" {
   description = "Tags for every resource."
   type        = map(string)

@@ -1,0 +1,147 @@
+# --- monitoring: the dashboard, the alarms and their topic --------------------
+#
+# docs/operations.md describes every panel and alarm. The dashboard's body is
+# generated from terraform/monitoring/panels.json (TestMonitoringGenerated);
+# every gateway metric it and the alarms name is one the binary emits in its
+# Embedded Metric Format line (TestMonitoringNamesEmitted).
+
+data "aws_region" "current" {}
+
+locals {
+  # The gateway's panels read the EMF namespace; with emf_namespace = null the
+  # binary writes no metrics and those panels stay empty.
+  dashboard_namespace = coalesce(var.emf_namespace, "FnGateway")
+  alarm_actions       = var.alarm_email == null ? [] : [aws_sns_topic.alarms[0].arn]
+  s3_metrics_filter   = "EntireBucket"
+}
+
+resource "aws_cloudwatch_dashboard" "gateway" {
+  dashboard_name = var.name
+  dashboard_body = templatefile("${path.module}/dashboard.json.tftpl", {
+    region              = data.aws_region.current.region
+    namespace           = local.dashboard_namespace
+    function_name       = aws_lambda_function.gateway.function_name
+    continuations_queue = aws_sqs_queue.continuations.name
+    dead_letter_queue   = aws_sqs_queue.dead_letters.name
+    memory_mb           = var.memory_size
+    results_bucket      = aws_s3_bucket.results.bucket
+    s3_metrics_filter   = local.s3_metrics_filter
+  })
+}
+
+# S3's request metrics (AllRequests, by bucket and filter) exist only for a
+# bucket with a metrics configuration, and are billed as CloudWatch custom
+# metrics ("Monitoring metrics with Amazon CloudWatch", Amazon S3 User Guide):
+# the cost panel's S3 requests per async request.
+resource "aws_s3_bucket_metric" "results" {
+  count  = var.s3_request_metrics ? 1 : 0
+  bucket = aws_s3_bucket.results.id
+  name   = local.s3_metrics_filter
+}
+
+resource "aws_sns_topic" "alarms" {
+  count = var.alarm_email == null ? 0 : 1
+  name  = "${var.name}-alarms"
+  tags  = var.tags
+}
+
+# SNS sends a confirmation message; nothing is delivered until the address
+# confirms ("Subscribing an endpoint to an Amazon SNS topic").
+resource "aws_sns_topic_subscription" "alarm_email" {
+  count     = var.alarm_email == null ? 0 : 1
+  topic_arn = aws_sns_topic.alarms[0].arn
+  protocol  = "email"
+  endpoint  = var.alarm_email
+}
+
+# Continuations SQS gave up on: maxReceiveCount receives without success.
+resource "aws_cloudwatch_metric_alarm" "dead_letters" {
+  alarm_name          = "${var.name}-dead-letters"
+  alarm_description   = "Continuations in the dead-letter queue (docs/operations.md#dead-letters-visible)."
+  namespace           = "AWS/SQS"
+  metric_name         = "ApproximateNumberOfMessagesVisible"
+  dimensions          = { QueueName = aws_sqs_queue.dead_letters.name }
+  statistic           = "Maximum"
+  period              = 300
+  evaluation_periods  = 1
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = var.alarm_dead_letters
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = local.alarm_actions
+  ok_actions          = local.alarm_actions
+  tags                = var.tags
+}
+
+# The oldest continuation waiting: the queue is not being drained.
+resource "aws_cloudwatch_metric_alarm" "continuation_age" {
+  alarm_name          = "${var.name}-continuation-age"
+  alarm_description   = "The oldest continuation has waited longer than alarm_continuation_age_secs (docs/operations.md#oldest-continuation)."
+  namespace           = "AWS/SQS"
+  metric_name         = "ApproximateAgeOfOldestMessage"
+  dimensions          = { QueueName = aws_sqs_queue.continuations.name }
+  statistic           = "Maximum"
+  period              = 300
+  evaluation_periods  = 1
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = var.alarm_continuation_age_secs
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = local.alarm_actions
+  ok_actions          = local.alarm_actions
+  tags                = var.tags
+}
+
+# Requests the function's own execution limit ended (504 FunctionLimit): from
+# the EMF line, so only with emf_namespace set.
+resource "aws_cloudwatch_metric_alarm" "function_limit" {
+  count               = var.emf_namespace == null ? 0 : 1
+  alarm_name          = "${var.name}-function-limit"
+  alarm_description   = "Requests ended by the function's execution limit, 504 FunctionLimit (docs/operations.md#functionlimit-endings)."
+  namespace           = var.emf_namespace
+  metric_name         = "end_function_limit"
+  statistic           = "Sum"
+  period              = 300
+  evaluation_periods  = 1
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = var.alarm_function_limit_endings
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = local.alarm_actions
+  ok_actions          = local.alarm_actions
+  tags                = var.tags
+}
+
+# Invocations that failed in the function itself (a crash, a runtime error),
+# not backend failures, which the gateway answers.
+resource "aws_cloudwatch_metric_alarm" "function_errors" {
+  alarm_name          = "${var.name}-function-errors"
+  alarm_description   = "Invocations the function itself failed (docs/operations.md#function-errors)."
+  namespace           = "AWS/Lambda"
+  metric_name         = "Errors"
+  dimensions          = { FunctionName = aws_lambda_function.gateway.function_name }
+  statistic           = "Sum"
+  period              = 300
+  evaluation_periods  = 1
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = var.alarm_function_errors
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = local.alarm_actions
+  ok_actions          = local.alarm_actions
+  tags                = var.tags
+}
+
+# Invocations Lambda refused for want of concurrency.
+resource "aws_cloudwatch_metric_alarm" "throttles" {
+  alarm_name          = "${var.name}-throttles"
+  alarm_description   = "Invocations refused for want of concurrency (docs/operations.md#throttles)."
+  namespace           = "AWS/Lambda"
+  metric_name         = "Throttles"
+  dimensions          = { FunctionName = aws_lambda_function.gateway.function_name }
+  statistic           = "Sum"
+  period              = 300
+  evaluation_periods  = 1
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = var.alarm_throttles
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = local.alarm_actions
+  ok_actions          = local.alarm_actions
+  tags                = var.tags
+}

@@ -1,0 +1,260 @@
+package terraform
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// The dashboard (terraform/aws) and the workbook (terraform/azure) are
+// written from one description, monitoring/panels.json: a module may read
+// only files in its own folder (a registry package holds nothing else), so
+// each gets its own generated template, and TestMonitoringGenerated keeps
+// them equal to what the description makes. UPDATE_MONITORING=1 rewrites
+// them.
+
+// monitoringDescription is where the panels are described.
+const monitoringDescription = "monitoring/panels.json"
+
+// gatewayLines is the KQL for the gateway's per-request log lines in the
+// Log Analytics workspace (the host sends the handler's standard output to
+// Application Insights as traces), "request" and "request stream cut"
+// alike, each parsed as j: the {gateway} of the
+// description's queries. The Azure module's alerts use the same text
+// (local.gateway_lines; TestMonitoringGenerated).
+const gatewayLines = `AppTraces | where Message contains_cs '"msg":"request' | extend j = parse_json(substring(Message, indexof(Message, '{')))`
+
+type monitoring struct {
+	About  string  `json:"about"`
+	Panels []panel `json:"panels"`
+}
+
+type panel struct {
+	Title string `json:"title"`
+	Plots string `json:"plots"`
+	AWS   struct {
+		Stat   string   `json:"stat"`
+		Series []series `json:"series"`
+	} `json:"aws"`
+	Azure struct {
+		Query string `json:"query"`
+		Chart string `json:"chart"`
+	} `json:"azure"`
+}
+
+// series is one line of a CloudWatch graph: a metric, or (with Expression)
+// metric math over other series' ids.
+type series struct {
+	ID         string            `json:"id"`
+	Namespace  string            `json:"namespace"` // "gateway": the module's emf_namespace
+	Metric     string            `json:"metric"`
+	Dimensions map[string]string `json:"dimensions"`
+	Stat       string            `json:"stat"`
+	Label      string            `json:"label"`
+	Expression string            `json:"expression"`
+	Visible    *bool             `json:"visible"`
+}
+
+func loadMonitoring(tb testing.TB) monitoring {
+	tb.Helper()
+	raw, err := os.ReadFile(monitoringDescription)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var m monitoring
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		tb.Fatalf("%s: %v", monitoringDescription, err)
+	}
+	if len(m.Panels) == 0 {
+		tb.Fatalf("%s: no panels", monitoringDescription)
+	}
+	return m
+}
+
+// dashboardBody is the CloudWatch dashboard body (the dashboard body
+// structure of the CloudWatch API Reference): one metric widget per panel,
+// two a row.
+func dashboardBody(m monitoring) ([]byte, error) {
+	type widget struct {
+		Type       string         `json:"type"`
+		X          int            `json:"x"`
+		Y          int            `json:"y"`
+		Width      int            `json:"width"`
+		Height     int            `json:"height"`
+		Properties map[string]any `json:"properties"`
+	}
+	var widgets []widget
+	for i, p := range m.Panels {
+		var metrics [][]any
+		for _, s := range p.AWS.Series {
+			opts := map[string]any{}
+			if s.ID != "" {
+				opts["id"] = s.ID
+			}
+			if s.Label != "" {
+				opts["label"] = s.Label
+			}
+			if s.Stat != "" {
+				opts["stat"] = s.Stat
+			}
+			if s.Visible != nil {
+				opts["visible"] = *s.Visible
+			}
+			if s.Expression != "" {
+				opts["expression"] = s.Expression
+				metrics = append(metrics, []any{opts})
+				continue
+			}
+			if s.Namespace == "" || s.Metric == "" {
+				return nil, fmt.Errorf("panel %q: a series needs a namespace and a metric, or an expression", p.Title)
+			}
+			ns := s.Namespace
+			if ns == "gateway" {
+				ns = "${namespace}"
+			}
+			row := []any{ns, s.Metric}
+			for _, k := range sortedKeys(s.Dimensions) {
+				row = append(row, k, s.Dimensions[k])
+			}
+			if len(opts) > 0 {
+				row = append(row, opts)
+			}
+			metrics = append(metrics, row)
+		}
+		props := map[string]any{"title": p.Title, "region": "${region}", "view": "timeSeries", "stacked": false,
+			"period": 300, "metrics": metrics}
+		if p.AWS.Stat != "" {
+			props["stat"] = p.AWS.Stat
+		}
+		widgets = append(widgets, widget{Type: "metric", X: 12 * (i % 2), Y: 6 * (i / 2), Width: 12, Height: 6, Properties: props})
+	}
+	return marshal(map[string]any{"start": "-PT24H", "widgets": widgets})
+}
+
+// workbookData is the Azure Monitor workbook's serialized data
+// (Notebook/1.0): a heading, then one log query a panel, two a row, against
+// the module's Log Analytics workspace.
+func workbookData(m monitoring) ([]byte, error) {
+	items := []map[string]any{{
+		"type": 1, "name": "about",
+		"content": map[string]any{"json": "## Function gateway\nThe panels of docs/operations.md; the AWS module's dashboard has the same ones."},
+	}}
+	for i, p := range m.Panels {
+		if p.Azure.Query == "" {
+			return nil, fmt.Errorf("panel %q: no azure query", p.Title)
+		}
+		q := strings.ReplaceAll(p.Azure.Query, "{gateway}", gatewayLines)
+		items = append(items, map[string]any{
+			"type": 3, "name": fmt.Sprintf("panel-%d", i+1), "customWidth": "50",
+			"content": map[string]any{
+				"version": "KqlItem/1.0", "title": p.Title, "noDataMessage": p.Plots,
+				"query": q + " | render " + p.Azure.Chart, "size": 0, "queryType": 0,
+				"timeContext":             map[string]any{"durationMs": 86400000},
+				"resourceType":            "microsoft.operationalinsights/workspaces",
+				"crossComponentResources": []string{"${workspace_id}"},
+				"visualization":           p.Azure.Chart,
+			},
+		})
+	}
+	return marshal(map[string]any{"version": "Notebook/1.0", "items": items,
+		"fallbackResourceIds": []string{"${workspace_id}"}, "isLocked": false})
+}
+
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// templateVars are the names each generated template may use: exactly the
+// ones its module passes to templatefile.
+var templateVars = map[string][]string{
+	"aws/dashboard.json.tftpl":  {"region", "namespace", "function_name", "continuations_queue", "dead_letter_queue", "memory_mb", "results_bucket", "s3_metrics_filter"},
+	"azure/workbook.json.tftpl": {"workspace_id", "poison_queue", "memory_mb"},
+}
+
+var templateRef = regexp.MustCompile(`\$\{([^}]*)\}`)
+
+// TestMonitoringGenerated: the dashboard's and the workbook's templates are
+// what the description makes; each uses only the variables its module
+// passes, and passes them all; the Azure alerts read the same log lines as
+// the workbook.
+func TestMonitoringGenerated(t *testing.T) {
+	m := loadMonitoring(t)
+	dash, err := dashboardBody(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	book, err := workbookData(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string][]byte{"aws/dashboard.json.tftpl": dash, "azure/workbook.json.tftpl": book} {
+		if os.Getenv("UPDATE_MONITORING") == "1" {
+			if err := os.WriteFile(path, want, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := os.ReadFile(path)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s is not what %s makes (%v): run UPDATE_MONITORING=1 go test ./terraform -run TestMonitoringGenerated", path, monitoringDescription, err)
+		}
+		allowed := map[string]bool{}
+		for _, v := range templateVars[path] {
+			allowed[v] = true
+		}
+		used := map[string]bool{}
+		for _, ref := range templateRef.FindAllStringSubmatch(string(want), -1) {
+			if !allowed[ref[1]] {
+				t.Errorf("%s uses ${%s}, which its module does not pass", path, ref[1])
+			}
+			used[ref[1]] = true
+		}
+		if bytes.Contains(want, []byte("%{")) {
+			t.Errorf("%s holds %%{, a template directive", path)
+		}
+		mod, _, _ := strings.Cut(path, "/")
+		src, err := os.ReadFile(filepath.Join(mod, "monitoring.tf"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		call := regexp.MustCompile(`templatefile\("\$\{path\.module\}/` + regexp.QuoteMeta(filepath.Base(path)) + `", \{([^}]*)\}\)`).FindSubmatch(src)
+		if call == nil {
+			t.Errorf("%s/monitoring.tf does not call templatefile on %s", mod, filepath.Base(path))
+			continue
+		}
+		for _, v := range templateVars[path] {
+			if !regexp.MustCompile(`(?m)^\s*` + v + `\s*=`).Match(call[1]) {
+				t.Errorf("%s/monitoring.tf does not pass %s to %s", mod, v, filepath.Base(path))
+			}
+		}
+	}
+
+	az, err := loadModule("azure")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := az.eval(azureSpec.sample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := e.localValue("gateway_lines")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := text(v); !ok || got != gatewayLines {
+		t.Errorf("azure local.gateway_lines = %q; want the workbook's %q", got, gatewayLines)
+	}
+}

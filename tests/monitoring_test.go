@@ -1,0 +1,360 @@
+package tests
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"fngateway/core"
+	"fngateway/internal/emulators"
+)
+
+// The dashboards, alarms and queries of the Terraform modules name what the
+// gateway emits: they are only right if the binary emits those names. These
+// tests run the binary, read what it emitted (its Embedded Metric Format
+// lines, its OTLP metrics as the OpenTelemetry Collector received them, its
+// plain log line as the Azure host forwards it) and check every gateway
+// name the modules reference against it, so that renaming a metric without
+// its dashboards fails.
+
+// emitted is what one run of the binary said.
+type emitted struct {
+	emfNamespaces map[string]bool
+	emfMetrics    map[string]bool // the _aws directive's metric names
+	emfDims       map[string]bool // the keys of its dimension sets
+	otlp          map[string]emulators.Metric
+	lineKeys      map[string]bool // the plain per-request line's fields (no EmfNamespace, as on Azure)
+	rawLines      []string        // the plain per-request lines, as written
+	otherLines    []string        // the plain gateway's other lines
+}
+
+const testEMFNamespace = "Gateway/Names"
+
+// runForNames runs two gateways, one with EmfNamespace and OpenTelemetry as
+// the AWS module configures it, one plain as on Azure, sends each a request
+// on a route the TTL ends and one on no route, and collects what they emit.
+func runForNames(t *testing.T) emitted {
+	t.Helper()
+	j := emulators.StartCollector(t)
+	backend := newHangingTraceBackend(t)
+	routes := `[{"prefix":"/api"}]`
+	env := otelEnv(j)
+	env["OTEL_METRIC_EXPORT_INTERVAL"] = "100"
+	env["EmfNamespace"] = testEMFNamespace
+	env["Hosts"], env["Routes"] = backend.URL, routes
+	emf := StartGateway(t, env)
+	plain := StartGateway(t, map[string]string{"Hosts": backend.URL, "Routes": routes})
+	for _, gw := range []*Gateway{emf, plain} {
+		for _, path := range []string{"/api/x", "/y"} {
+			resp, body, _ := Do(t, "GET", gw.URL+path, map[string]string{"S7PTTL": "0.2"}, "")
+			if resp.StatusCode != 504 {
+				t.Fatalf("GET %s = %d %s; want 504 TTLExpired", path, resp.StatusCode, body)
+			}
+		}
+	}
+	isRequest := func(m map[string]any) bool { return m["msg"] == "request" && m["path"] == "/y" }
+	emf.WaitLog(t, 10*time.Second, isRequest)
+	plain.WaitLog(t, 10*time.Second, isRequest)
+
+	e := emitted{emfNamespaces: map[string]bool{}, emfMetrics: map[string]bool{}, emfDims: map[string]bool{}, lineKeys: map[string]bool{}}
+	for _, m := range emf.Logs() {
+		if m["msg"] != "request" {
+			continue
+		}
+		raw, _ := json.Marshal(m["_aws"])
+		var aws struct {
+			CloudWatchMetrics []struct {
+				Namespace  string
+				Dimensions [][]string
+				Metrics    []struct{ Name string }
+			}
+		}
+		if err := json.Unmarshal(raw, &aws); err != nil || len(aws.CloudWatchMetrics) == 0 {
+			t.Fatalf("request line without an EMF directive: %v", m)
+		}
+		for _, cw := range aws.CloudWatchMetrics {
+			e.emfNamespaces[cw.Namespace] = true
+			for _, set := range cw.Dimensions {
+				for _, k := range set {
+					e.emfDims[k] = true
+				}
+			}
+			for _, mt := range cw.Metrics {
+				e.emfMetrics[mt.Name] = true
+			}
+		}
+	}
+	for _, line := range plain.logs.Lines() {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) != nil || m["msg"] != "request" {
+			e.otherLines = append(e.otherLines, line)
+			continue
+		}
+		e.rawLines = append(e.rawLines, line)
+		for k := range m {
+			e.lineKeys[k] = true
+		}
+	}
+	if len(e.emfMetrics) == 0 || !e.emfDims["route"] || len(e.rawLines) == 0 {
+		t.Fatalf("the gateways emitted no EMF metrics, no route dimension or no plain lines: %+v", e)
+	}
+
+	// The metrics go out every 100 ms: wait for the counters and the
+	// request histogram with the route the request took.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := j.Metrics()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got["requests"].Name != "" && got["http.server.request.duration"].Attributes["http.route"] {
+			e.otlp = got
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the collector got no requests counter and request histogram within 30 s; it has %v\n%s", keysOf(got), j.Log())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return e
+}
+
+func keysOf[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// emfToOTLP names the OTLP metric that carries what an EMF metric of a
+// different name carries; every other EMF metric has an OTLP counter of its
+// own name (the /_gateway/stats names).
+var emfToOTLP = map[string]string{"durationMs": "http.server.request.duration"}
+
+// emfDimToOTLP: the EMF line's route dimension is the request histogram's
+// http.route attribute.
+var emfDimToOTLP = map[string]string{"route": "http.route"}
+
+// gatewayRefs are the gateway names a module references.
+type gatewayRefs struct {
+	metrics map[string][]string // EMF metric → where
+	dims    map[string][]string // EMF dimension → where
+	fields  map[string][]string // log line field (j.<field>) → where
+	codes   map[string][]string // compared with j.code → where
+	filters map[string][]string // the text that selects the request lines → where
+}
+
+func newRefs() gatewayRefs {
+	return gatewayRefs{metrics: map[string][]string{}, dims: map[string][]string{}, fields: map[string][]string{}, codes: map[string][]string{}, filters: map[string][]string{}}
+}
+
+// awsRefs reads the AWS module: the dashboard's template (the rows whose
+// namespace is the module's EMF namespace) and the alarms whose namespace is
+// var.emf_namespace.
+func awsRefs(t *testing.T) gatewayRefs {
+	t.Helper()
+	r := newRefs()
+	raw, err := os.ReadFile("../terraform/aws/dashboard.json.tftpl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Widgets []struct {
+			Properties struct {
+				Title   string  `json:"title"`
+				Metrics [][]any `json:"metrics"`
+			} `json:"properties"`
+		} `json:"widgets"`
+	}
+	if err := json.Unmarshal(raw, &dash); err != nil {
+		t.Fatalf("dashboard.json.tftpl: %v", err)
+	}
+	for _, w := range dash.Widgets {
+		for _, row := range w.Properties.Metrics {
+			if ns, _ := row[0].(string); ns != "${namespace}" {
+				continue
+			}
+			where := "dashboard panel " + w.Properties.Title
+			name, _ := row[1].(string)
+			r.metrics[name] = append(r.metrics[name], where)
+			for i := 2; i+1 < len(row); i += 2 {
+				if k, ok := row[i].(string); ok {
+					r.dims[k] = append(r.dims[k], where)
+				}
+			}
+		}
+	}
+
+	src, err := os.ReadFile("../terraform/aws/monitoring.tf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, diags := hclsyntax.ParseConfig(src, "monitoring.tf", hcl.InitialPos)
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	for _, b := range f.Body.(*hclsyntax.Body).Blocks {
+		if b.Type != "resource" || b.Labels[0] != "aws_cloudwatch_metric_alarm" {
+			continue
+		}
+		where := "alarm " + b.Labels[1]
+		ns, ok := b.Body.Attributes["namespace"]
+		if !ok {
+			t.Errorf("%s has no namespace", where)
+			continue
+		}
+		if exprText(src, ns.Expr) != "var.emf_namespace" {
+			continue // an AWS namespace
+		}
+		mn, ok := b.Body.Attributes["metric_name"]
+		if !ok {
+			t.Errorf("%s has no metric_name", where)
+			continue
+		}
+		name := strings.Trim(exprText(src, mn.Expr), `"`)
+		r.metrics[name] = append(r.metrics[name], where)
+		if d, ok := b.Body.Attributes["dimensions"]; ok {
+			if obj, ok := d.Expr.(*hclsyntax.ObjectConsExpr); ok {
+				for _, item := range obj.Items {
+					k := strings.Trim(exprText(src, item.KeyExpr), `"`)
+					r.dims[k] = append(r.dims[k], where)
+				}
+			}
+		}
+	}
+	return r
+}
+
+func exprText(src []byte, e hclsyntax.Expression) string {
+	rg := e.Range()
+	return strings.TrimSpace(string(src[rg.Start.Byte:rg.End.Byte]))
+}
+
+var (
+	fieldRef = regexp.MustCompile(`\bj\.([A-Za-z_][A-Za-z0-9_]*)`)
+	lineRef  = regexp.MustCompile(`AppTraces \| where Message contains_cs '([^']*)' \| extend j = parse_json`)
+	codeRef  = regexp.MustCompile(`j\.code\) == '([^']*)'`)
+)
+
+// azureRefs reads the Azure module's workbook template and alerts: every
+// field of the gateway's log line they read (j.<field>) and every code they
+// compare with.
+func azureRefs(t *testing.T) gatewayRefs {
+	t.Helper()
+	r := newRefs()
+	for _, file := range []string{"workbook.json.tftpl", "monitoring.tf"} {
+		raw, err := os.ReadFile(filepath.Join("../terraform/azure", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range fieldRef.FindAllStringSubmatch(string(raw), -1) {
+			r.fields[m[1]] = append(r.fields[m[1]], file)
+		}
+		for _, m := range codeRef.FindAllStringSubmatch(string(raw), -1) {
+			r.codes[m[1]] = append(r.codes[m[1]], file)
+		}
+		text := strings.ReplaceAll(string(raw), `\"`, `"`) // JSON and HCL escape the quotes
+		for _, m := range lineRef.FindAllStringSubmatch(text, -1) {
+			r.filters[m[1]] = append(r.filters[m[1]], file)
+		}
+	}
+	return r
+}
+
+// TestMonitoringNamesEmitted: every gateway metric and dimension the AWS
+// dashboard and alarms name is in the binary's EMF lines, and has its OTLP
+// counterpart; every log field and code the Azure workbook and alerts read
+// is in the binary's plain per-request line; the modules write the EMF
+// namespace their dashboard reads.
+func TestMonitoringNamesEmitted(t *testing.T) {
+	aws, az := awsRefs(t), azureRefs(t)
+	if len(aws.metrics) == 0 || len(az.fields) == 0 || len(az.codes) == 0 {
+		t.Fatalf("the modules reference no gateway metric, field or code: %+v %+v", aws, az)
+	}
+	e := runForNames(t)
+	if !e.emfNamespaces[testEMFNamespace] || len(e.emfNamespaces) != 1 {
+		t.Errorf("EMF namespaces = %v; want only EmfNamespace's %s", keysOf(e.emfNamespaces), testEMFNamespace)
+	}
+	for name, where := range aws.metrics {
+		if !e.emfMetrics[name] {
+			t.Errorf("%v: metric %q is not in the binary's EMF lines (it has %v)", where, name, keysOf(e.emfMetrics))
+		}
+		otlp := name
+		if o, ok := emfToOTLP[name]; ok {
+			otlp = o
+		}
+		if e.otlp[otlp].Name == "" {
+			t.Errorf("%v: metric %q has no OTLP metric %q (the collector got %v)", where, name, otlp, keysOf(e.otlp))
+		}
+	}
+	for dim, where := range aws.dims {
+		if !e.emfDims[dim] {
+			t.Errorf("%v: dimension %q is not in the binary's EMF lines (it has %v)", where, dim, keysOf(e.emfDims))
+		}
+		if a, ok := emfDimToOTLP[dim]; !ok || !e.otlp["http.server.request.duration"].Attributes[a] {
+			t.Errorf("%v: dimension %q has no OTLP attribute on http.server.request.duration", where, dim)
+		}
+	}
+	for field, where := range az.fields {
+		if !e.lineKeys[field] {
+			t.Errorf("%v: log field j.%s is not in the binary's per-request line (it has %v)", where, field, keysOf(e.lineKeys))
+		}
+	}
+	codes := map[string]bool{"": true} // the line's code when the backend answered
+	for r := core.ReasonNone; r < core.ReasonNone+64; r++ {
+		codes[r.Code()] = true
+	}
+	for code, where := range az.codes {
+		if !codes[code] {
+			t.Errorf("%v: code %q is no error code of the gateway", where, code)
+		}
+	}
+	if len(az.filters) == 0 {
+		t.Errorf("the Azure module selects the request lines with no filter this test knows (%s)", lineRef)
+	}
+	for filter, where := range az.filters {
+		for _, line := range e.rawLines {
+			if !strings.Contains(line, filter) {
+				t.Errorf("%v: per-request line %s lacks the text the queries select it by, %s", where, line, filter)
+			}
+		}
+		for _, line := range e.otherLines {
+			if strings.Contains(line, filter) {
+				t.Errorf("%v: the queries select %s by %s, which is no request line", where, line, filter)
+			}
+		}
+	}
+
+	// The AWS module writes the namespace its dashboard and alarms read.
+	main, err := os.ReadFile("../terraform/aws/main.tf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mon, err := os.ReadFile("../terraform/aws/monitoring.tf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		src  []byte
+		re   string
+		what string
+	}{
+		{main, `EmfNamespace\s*=\s*var\.emf_namespace\b`, "main.tf writes EmfNamespace from var.emf_namespace"},
+		{mon, `dashboard_namespace\s*=\s*coalesce\(var\.emf_namespace,`, "monitoring.tf's dashboard namespace is var.emf_namespace"},
+		{mon, `\bnamespace\s*=\s*local\.dashboard_namespace\b`, "monitoring.tf passes the dashboard namespace to the dashboard"},
+	} {
+		if !regexp.MustCompile(c.re).Match(c.src) {
+			t.Errorf("terraform/aws: want %s", c.what)
+		}
+	}
+}
