@@ -71,6 +71,12 @@ type Settings struct {
 	AsyncQueue string
 	// AzureWebJobsStorage is the storage account connection string.
 	AzureWebJobsStorage string
+	// NotificationTopicArns lists, comma-separated, the ARNs of the SNS
+	// FIFO topics lifecycle notifications go to when AsyncStore is s3://
+	// (the Terraform module writes those it creates); a topic without one
+	// is created when missing, except on Lambda, where it stops the
+	// start-up. Empty: none. The edge parses it (infra/aws).
+	NotificationTopicArns string
 
 	// MaxContinuations bounds the continuations one instance works on at
 	// once, in-process finishes after a 202 included; beyond it they wait

@@ -25,6 +25,10 @@ type asyncParts struct {
 // openAsync connects the async store and queue that AsyncStore and
 // AsyncQueue name.
 func openAsync(ctx context.Context, s *core.Settings) (*asyncParts, error) {
+	if s.NotificationTopicArns != "" && !strings.HasPrefix(s.AsyncStore, "s3:") {
+		return nil, &core.SettingError{Name: "NotificationTopicArns", Value: s.NotificationTopicArns,
+			Want: "want it unset unless AsyncStore is s3:// (SNS topics; other stores notify on their own service)"}
+	}
 	switch {
 	case strings.HasPrefix(s.AsyncStore, "file:"):
 		fs, err := filestore.Open(strings.TrimPrefix(s.AsyncStore, "file:"))

@@ -25,10 +25,12 @@ const sqsQueueURLWant = "want an SQS queue URL https://sqs.<region>.amazonaws.co
 // openAWS connects AsyncStore=s3://<bucket>[/<prefix>] and the SQS queue
 // AsyncQueue names. Credentials, region and endpoints come from the AWS
 // SDK's default chain: the function role's credentials and AWS_REGION on
-// Lambda; AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL_SQS redirect the clients to
-// S3- and SQS-compatible servers (a custom S3 endpoint is addressed
-// path-style). Nothing is contacted here: a wrong credential or endpoint
-// shows in the first async hand-off (503 AsyncUnavailable).
+// Lambda; AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL_SQS / AWS_ENDPOINT_URL_SNS
+// redirect the clients to S3-, SQS- and SNS-compatible servers (a custom S3
+// endpoint is addressed path-style). Lifecycle notifications go to the SNS
+// FIFO topics NotificationTopicArns lists. Nothing is contacted here: a
+// wrong credential or endpoint shows in the first async hand-off (503
+// AsyncUnavailable).
 func openAWS(ctx context.Context, s *core.Settings) (*awsParts, error) {
 	if _, _, err := aws.ParseLocation(s.AsyncStore); err != nil {
 		return nil, &core.SettingError{Name: "AsyncStore", Value: s.AsyncStore, Want: err.Error()}
@@ -60,9 +62,14 @@ func openAWS(ctx context.Context, s *core.Settings) (*awsParts, error) {
 	if err != nil {
 		return nil, &core.SettingError{Name: "AsyncQueue", Value: s.AsyncQueue, Want: err.Error()}
 	}
-	// On Lambda, Terraform creates every notification queue and the role may
-	// only send to them (CONTRACT §6): a missing one is an error, not created.
-	notifier := aws.NewNotifier(cfg)
+	arns, err := aws.ParseTopicARNs(s.NotificationTopicArns, sdk.Region)
+	if err != nil {
+		return nil, &core.SettingError{Name: "NotificationTopicArns", Value: s.NotificationTopicArns, Want: err.Error()}
+	}
+	// On Lambda, Terraform creates every notification topic, writes their
+	// ARNs, and the role may only publish to them (CONTRACT §6): a topic
+	// without an ARN stops the start-up (ValidateTopics), none is created.
+	notifier := aws.NewNotifier(cfg, arns)
 	notifier.NoCreate = os.Getenv("AWS_LAMBDA_RUNTIME_API") != ""
 	return &awsParts{store: store, queue: queue, notifier: notifier}, nil
 }

@@ -10,6 +10,10 @@ import (
 	"testing"
 	"time"
 
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+
 	"fngateway/core"
 	"fngateway/internal/emulators"
 )
@@ -53,6 +57,22 @@ func TestOpenAWSSettingErrors(t *testing.T) {
 			t.Fatalf("openAWS error = %v, want a SettingError naming AWS_REGION", err)
 		}
 	})
+	// NotificationTopicArns: SNS FIFO topic ARNs of the SDK's region, and
+	// only with an s3:// store.
+	for _, tc := range []struct{ name, store, arns, mention string }{
+		{"topic name", "s3://bucket", "events.fifo", "SNS ARN"},
+		{"standard topic", "s3://bucket", "arn:aws:sns:us-east-1:123456789012:events", ".fifo"},
+		{"other region", "s3://bucket", "arn:aws:sns:eu-west-1:123456789012:events.fifo", "region"},
+		{"file store", "file:" + t.TempDir(), "arn:aws:sns:us-east-1:123456789012:events.fifo", "s3://"},
+	} {
+		t.Run("NotificationTopicArns "+tc.name, func(t *testing.T) {
+			_, err := openAsync(t.Context(), &core.Settings{AsyncStore: tc.store, AsyncQueue: queue, NotificationTopicArns: tc.arns})
+			var se *core.SettingError
+			if !errors.As(err, &se) || se.Name != "NotificationTopicArns" || !strings.Contains(se.Want, tc.mention) || strings.Contains(se.Error(), "\n") {
+				t.Fatalf("openAsync error = %v; want one line naming NotificationTopicArns and mentioning %q", err, tc.mention)
+			}
+		})
+	}
 	t.Run("openAsync", func(t *testing.T) {
 		_, err := openAsync(t.Context(), &core.Settings{AsyncModeEnabled: true, AsyncStore: "s3:bucket"})
 		var se *core.SettingError
@@ -63,7 +83,9 @@ func TestOpenAWSSettingErrors(t *testing.T) {
 }
 
 // TestOpenAWSEndpointsFromEnvironment: the SDK's default chain carries
-// AWS_ENDPOINT_URL_S3 and AWS_ENDPOINT_URL_SQS to the store and the queue,
+// AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL_SQS and AWS_ENDPOINT_URL_SNS to the
+// store, the queue and the notifier (publishing to the topic
+// NotificationTopicArns names),
 // and the custom S3 endpoint is addressed path-style (versitygw serves
 // nothing else).
 func TestOpenAWSEndpointsFromEnvironment(t *testing.T) {
@@ -71,6 +93,7 @@ func TestOpenAWSEndpointsFromEnvironment(t *testing.T) {
 	f := emulators.StartFauxqs(t)
 	t.Setenv("AWS_ENDPOINT_URL_S3", v.Endpoint())
 	t.Setenv("AWS_ENDPOINT_URL_SQS", f.Endpoint())
+	t.Setenv("AWS_ENDPOINT_URL_SNS", f.Endpoint())
 	t.Setenv("AWS_REGION", emulators.VersitygwRegion)
 	t.Setenv("AWS_ACCESS_KEY_ID", emulators.VersitygwAccessKey)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", emulators.VersitygwSecretKey)
@@ -119,7 +142,22 @@ func TestOpenAWSEndpointsFromEnvironment(t *testing.T) {
 	if err != nil || len(got) != 1 || !bytes.Equal(got[0].Body, msg) {
 		t.Fatalf("Receive = %v, %v; want the message", got, err)
 	}
-	if err := parts.notifier.Notify(ctx, "gateway-events", []byte(`{"Status":"Queued"}`)); err != nil {
-		t.Fatalf("Notify: %v", err)
+	// The topic as the module makes it, and its ARN in NotificationTopicArns.
+	admin := sns.NewFromConfig(sdkaws.Config{Region: emulators.FauxqsRegion, Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")},
+		func(o *sns.Options) { o.BaseEndpoint = sdkaws.String(f.Endpoint()) })
+	topic, err := admin.CreateTopic(ctx, &sns.CreateTopicInput{Name: sdkaws.String("gateway-events.fifo"), Attributes: map[string]string{"FifoTopic": "true"}})
+	if err != nil {
+		t.Fatalf("CreateTopic: %v", err)
+	}
+	parts, err = openAWS(ctx, &core.Settings{
+		AsyncStore:            "s3://gateway-env/results",
+		AsyncQueue:            f.QueueURL("gateway-continuations"),
+		NotificationTopicArns: *topic.TopicArn,
+	})
+	if err != nil {
+		t.Fatalf("openAWS with NotificationTopicArns: %v", err)
+	}
+	if err := parts.notifier.Notify(ctx, "gateway-events.fifo", []byte(`{"RequestGuid":"0123456789abcdef0123456789abcdef","Status":"Queued"}`)); err != nil {
+		t.Fatalf("Notify through AWS_ENDPOINT_URL_SNS: %v", err)
 	}
 }

@@ -72,10 +72,11 @@ var azureSpec = spec{
 		"OTEL_SERVICE_NAME",
 	},
 	notHere: map[string]string{
-		"ListenAddr":          "local host only",
-		"AzureWebJobsStorage": "identity-based: AzureWebJobsStorage__* instead of a connection string (the provider writes a key-less one the module leaves alone: terraform/azure/main.tf)",
-		"InvokeMode":          "Lambda only",
-		"EmfNamespace":        "CloudWatch only: metrics reach Azure Monitor over OpenTelemetry",
+		"ListenAddr":            "local host only",
+		"AzureWebJobsStorage":   "identity-based: AzureWebJobsStorage__* instead of a connection string (the provider writes a key-less one the module leaves alone: terraform/azure/main.tf)",
+		"InvokeMode":            "Lambda only",
+		"EmfNamespace":          "CloudWatch only: metrics reach Azure Monitor over OpenTelemetry",
+		"NotificationTopicArns": "AWS only: notifications go to Storage queues on Azure",
 	},
 	sample: sampleHosts.with(vars{
 		"name": cty.StringVal("fngw"), "resource_group_name": cty.StringVal("rg"), "location": cty.StringVal("swedencentral"),
@@ -91,6 +92,8 @@ var awsSpec = spec{
 	notHere: map[string]string{
 		"ListenAddr":          "local host only",
 		"AzureWebJobsStorage": "Azure only",
+		// TestNotificationQueuesOwned checks it is written when there are topics.
+		"NotificationTopicArns": "no variable: written from the SNS topics the module creates (aws_sns_topic.notifications), when there are any",
 	},
 	sample:        sampleHosts.with(vars{"name": cty.StringVal("fngw"), "package_path": cty.StringVal("dist/aws-lambda.zip")}),
 	limitAt:       "aws_lambda_function.gateway",

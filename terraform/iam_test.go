@@ -32,18 +32,22 @@ var sdkPermissions = map[string][]grant{
 	"store.go s.client.CreateBucket":            nil, // only for a missing bucket: the module creates it
 	// A presigned GET is made with the function's credentials.
 	"sign.go s.presign.PresignGetObject": {{"ResultObjects", "s3:GetObject"}},
-	// SQS: the continuation queue, and the notification queues.
+	// SQS: the continuation queue.
 	"queue.go q.client.SendMessage":             {{"Continuations", "sqs:SendMessage"}},
 	"queue.go q.client.ReceiveMessage":          {{"Continuations", "sqs:ReceiveMessage"}},
 	"queue.go q.client.DeleteMessage":           {{"Continuations", "sqs:DeleteMessage"}},
 	"queue.go q.client.ChangeMessageVisibility": {{"Continuations", "sqs:ChangeMessageVisibility"}},
 	// createQueue: a missing queue, created only off Lambda (the module
-	// creates the continuation and notification queues; on Lambda the
-	// Notifier has NoCreate and the role grants no sqs:CreateQueue).
-	"queue.go client.CreateQueue":      nil,
-	"queue.go client.GetQueueUrl":      nil,
-	"notifier.go n.client.GetQueueUrl": {{"Notifications", "sqs:GetQueueUrl"}},
-	"notifier.go n.client.SendMessage": {{"Notifications", "sqs:SendMessage"}},
+	// creates the continuation queue and the role grants no
+	// sqs:CreateQueue).
+	"queue.go client.CreateQueue": nil,
+	"queue.go client.GetQueueUrl": nil,
+	// SNS: the notification topics (Amazon SNS API permissions: Publish is
+	// sns:Publish). CreateTopic only off Lambda: on Lambda the module
+	// creates every topic and writes its ARN, the Notifier has NoCreate and
+	// the role grants no sns:CreateTopic.
+	"notifier.go n.client.Publish":     {{"Notifications", "sns:Publish"}},
+	"notifier.go n.client.CreateTopic": nil,
 }
 
 // platformPermissions are what Lambda itself does with the role: the SQS
@@ -204,22 +208,24 @@ func TestLambdaRolePermissionsFail(t *testing.T) {
 }
 
 // TestNotificationQueuesOwned checks that each module creates the
-// notification queue of every profile topic (and of notification_topics),
-// so terraform destroy removes them, and that the AWS role may only send to
-// those queues: no sqs:CreateQueue, the Notifications statement on the
-// module's own queues (CONTRACT §6).
+// notification queue (Azure) or SNS FIFO topic (AWS) of every profile topic
+// (and of notification_topics), so terraform destroy removes them, and that
+// the AWS role may only publish to those topics, whose ARNs it is given in
+// NotificationTopicArns: no sns:CreateTopic or sqs:CreateQueue, the
+// Notifications statement on the module's own topics (CONTRACT §6).
 func TestNotificationQueuesOwned(t *testing.T) {
-	profiles := cty.StringVal(`[{"userId":"a","async-config":{"enabled":true,"topic":"gw-a-events"}},{"userId":"b","async-config":{"topic":"gw-a-events"}},{"userId":"c"}]`)
 	for _, c := range []struct {
 		sp       spec
 		resource string
-	}{{awsSpec, "aws_sqs_queue.notifications"}, {azureSpec, "azurerm_storage_queue.notifications"}} {
+		a, extra string
+	}{{awsSpec, "aws_sns_topic.notifications", "gw-a-events.fifo", "gw-extra.fifo"}, {azureSpec, "azurerm_storage_queue.notifications", "gw-a-events", "gw-extra"}} {
+		profiles := cty.StringVal(`[{"userId":"a","async-config":{"enabled":true,"topic":"` + c.a + `"}},{"userId":"b","async-config":{"topic":"` + c.a + `"}},{"userId":"c"}]`)
 		t.Run(c.sp.dir, func(t *testing.T) {
 			m, err := loadModule(c.sp.dir)
 			if err != nil {
 				t.Fatal(err)
 			}
-			given := c.sp.sample.with(vars{"user_profiles": profiles, "notification_topics": cty.ListVal([]cty.Value{cty.StringVal("gw-extra")})})
+			given := c.sp.sample.with(vars{"user_profiles": profiles, "notification_topics": cty.ListVal([]cty.Value{cty.StringVal(c.extra)})})
 			e, err := m.eval(given)
 			if err != nil {
 				t.Fatal(err)
@@ -235,7 +241,7 @@ func TestNotificationQueuesOwned(t *testing.T) {
 				got = append(got, s)
 			}
 			sort.Strings(got)
-			if want := []string{"gw-a-events", "gw-extra"}; !reflect.DeepEqual(got, want) {
+			if want := []string{c.a, c.extra}; !reflect.DeepEqual(got, want) {
 				t.Errorf("%s for_each = %q, want %q", c.resource, got, want)
 			}
 			name, err := m.attrExpr(c.resource, "name")
@@ -248,17 +254,27 @@ func TestNotificationQueuesOwned(t *testing.T) {
 			if c.sp.dir != "aws" {
 				return
 			}
+			if fifo, err := e.attr(c.resource, "fifo_topic"); err != nil || !fifo.True() {
+				t.Errorf("%s fifo_topic = %#v, %v; want true: only a FIFO topic keeps a request's notifications in order", c.resource, fifo, err)
+			}
+			written, err := writtenSettings(m, c.sp, vars{"user_profiles": profiles, "notification_topics": cty.ListVal([]cty.Value{cty.StringVal(c.extra)})})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := written["NotificationTopicArns"]; !ok {
+				t.Error("the module does not write NotificationTopicArns: the function would have no topic's ARN")
+			}
 			granted, err := policyActions(m, given, "aws_iam_policy_document.gateway")
 			if err != nil {
 				t.Fatal(err)
 			}
 			for sid, acts := range granted {
-				if contains(acts, "sqs:CreateQueue") {
-					t.Errorf("statement %s grants sqs:CreateQueue: the module creates every queue", sid)
+				if contains(acts, "sqs:CreateQueue") || contains(acts, "sns:CreateTopic") {
+					t.Errorf("statement %s grants %q: the module creates every queue and topic", sid, acts)
 				}
 			}
-			if acts := granted["Notifications"]; !contains(acts, "sqs:SendMessage") || !contains(acts, "sqs:GetQueueUrl") || len(acts) != 2 {
-				t.Errorf("Notifications grants %q, want sqs:GetQueueUrl and sqs:SendMessage only", acts)
+			if acts := granted["Notifications"]; len(acts) != 1 || acts[0] != "sns:Publish" {
+				t.Errorf("Notifications grants %q, want sns:Publish only", acts)
 			}
 			res, err := statementResources(m, "aws_iam_policy_document.gateway", "Notifications")
 			if err != nil {
@@ -266,14 +282,14 @@ func TestNotificationQueuesOwned(t *testing.T) {
 			}
 			refs := map[string]bool{}
 			for _, tr := range res.Variables() {
-				if tr.RootName() == "aws_sqs_queue" {
+				if tr.RootName() == "aws_sns_topic" {
 					if a, ok := tr[1].(hcl.TraverseAttr); ok {
 						refs[a.Name] = true
 					}
 				}
 			}
 			if len(refs) != 1 || !refs["notifications"] {
-				t.Errorf("Notifications resources refer to %v; want the module's aws_sqs_queue.notifications only", refs)
+				t.Errorf("Notifications resources refer to %v; want the module's aws_sns_topic.notifications only", refs)
 			}
 		})
 	}

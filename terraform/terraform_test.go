@@ -167,11 +167,16 @@ func TestNesting(t *testing.T) {
 		{vars{"continuation_max_concurrency": n(1)}, false},
 		{vars{"continuation_max_concurrency": n(1000)}, true},
 		{vars{"continuation_max_concurrency": n(1001)}, false},
-		// Notification queues are created by the module: topics must be queue names.
-		{vars{"user_profiles": cty.StringVal(`[{"userId":"a","async-config":{"topic":"gw-events"}}]`)}, true},
-		{vars{"user_profiles": cty.StringVal(`[{"userId":"a","async-config":{"topic":"gw.events"}}]`)}, false},
-		{vars{"notification_topics": cty.ListVal([]cty.Value{cty.StringVal("gw-extra")})}, true},
-		{vars{"notification_topics": cty.ListVal([]cty.Value{cty.StringVal("gw extra")})}, false},
+		// Notification topics are created by the module: topics must be SNS
+		// FIFO topic names (1-256 characters, .fifo included).
+		{vars{"user_profiles": cty.StringVal(`[{"userId":"a","async-config":{"topic":"gw-events.fifo"}}]`)}, true},
+		{vars{"user_profiles": cty.StringVal(`[{"userId":"a","async-config":{"topic":"` + strings.Repeat("x", 251) + `.fifo"}}]`)}, true},
+		{vars{"user_profiles": cty.StringVal(`[{"userId":"a","async-config":{"topic":"` + strings.Repeat("x", 252) + `.fifo"}}]`)}, false},
+		{vars{"user_profiles": cty.StringVal(`[{"userId":"a","async-config":{"topic":"gw-events"}}]`)}, false},
+		{vars{"user_profiles": cty.StringVal(`[{"userId":"a","async-config":{"topic":"gw.events.fifo"}}]`)}, false},
+		{vars{"notification_topics": cty.ListVal([]cty.Value{cty.StringVal("gw-extra.fifo")})}, true},
+		{vars{"notification_topics": cty.ListVal([]cty.Value{cty.StringVal("gw-extra")})}, false},
+		{vars{"notification_topics": cty.ListVal([]cty.Value{cty.StringVal("gw extra.fifo")})}, false},
 		{vars{"user_profiles": cty.StringVal(`[{"userId":"a","async-config":{"enabled":true}}]`)}, true},
 	}
 	for _, c := range []struct {

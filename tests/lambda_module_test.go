@@ -9,10 +9,17 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"fngateway/core"
 	"fngateway/internal/emulators"
@@ -54,7 +61,8 @@ func deployedEnvironment(tb testing.TB, file string, values map[string]string) m
 // profile) is answered 202 at the gateway's AsyncTriggerTimeout, its
 // continuation is delivered as an SQS event, and the status URI answers
 // the backend's own result; the per-request log line carries the EMF
-// metrics the module turns on.
+// metrics the module turns on; and a queue subscribed to the profile's SNS
+// FIFO topic gets the request's notifications in order.
 func TestLambdaModuleEnvironment(t *testing.T) {
 	v := emulators.StartVersitygw(t)
 	fq := emulators.StartFauxqs(t)
@@ -76,8 +84,11 @@ func TestLambdaModuleEnvironment(t *testing.T) {
 	t.Cleanup(be.Close)
 
 	queueURL := fq.QueueURL("module-continuations")
+	// The batch profile's notification topic, as the module creates it,
+	// with an SQS FIFO queue subscribed as the example subscribes one.
+	topicARN, eventsURL := notificationTopic(t, fq, "fngateway-batch-events.fifo")
 	env := deployedEnvironment(t, "aws-environment.json", map[string]string{
-		"BUCKET": "module-results", "QUEUE_URL": queueURL,
+		"BUCKET": "module-results", "QUEUE_URL": queueURL, "BATCH_TOPIC_ARN": topicARN,
 	})
 	if env["Hosts"] != "https://backend.example" {
 		t.Fatalf("Hosts %q: the example's value changed; update this test", env["Hosts"])
@@ -89,6 +100,7 @@ func TestLambdaModuleEnvironment(t *testing.T) {
 		"AWS_LAMBDA_FUNCTION_TIMEOUT": "120",
 		"AWS_ENDPOINT_URL_S3":         v.Endpoint(),
 		"AWS_ENDPOINT_URL_SQS":        fq.Endpoint(),
+		"AWS_ENDPOINT_URL_SNS":        fq.Endpoint(),
 		"AWS_REGION":                  emulators.VersitygwRegion,
 		"AWS_ACCESS_KEY_ID":           emulators.VersitygwAccessKey,
 		"AWS_SECRET_ACCESS_KEY":       emulators.VersitygwSecretKey,
@@ -140,4 +152,91 @@ func TestLambdaModuleEnvironment(t *testing.T) {
 	if sa.StatusCode != http.StatusOK || !bytes.Equal(sb, []byte("report for /reports/slow")) || sa.Headers["Content-Type"] != "text/plain" {
 		t.Errorf("status URI: %d %v %q; want the backend's 200 text/plain report", sa.StatusCode, sa.Headers, sb)
 	}
+
+	// 5. The subscriber got the request's notifications through the SNS
+	// FIFO topic, in order, in the request's message group.
+	want := []string{"Queued", "Processing", "AsyncProcessed"}
+	got := readNotifications(t, fq, eventsURL, len(want))
+	var statuses []string
+	for _, n := range got {
+		if n.RequestGuid != acc.ID || n.group != acc.ID || n.TopicName != "fngateway-batch-events.fifo" {
+			t.Errorf("notification %+v: want request %s's, in its message group, naming the topic", n, acc.ID)
+		}
+		statuses = append(statuses, n.Status)
+	}
+	if !slices.Equal(statuses, want) {
+		t.Errorf("the topic's subscriber got %q, want %q in order\n%s", statuses, want, f.rie.Log())
+	}
+}
+
+// notificationTopic creates the SNS FIFO topic name on f, and an SQS FIFO
+// queue subscribed to it with raw message delivery (terraform/examples/aws),
+// and returns the topic's ARN and the queue's URL.
+func notificationTopic(tb testing.TB, f *emulators.Fauxqs, name string) (arn, queueURL string) {
+	tb.Helper()
+	ctx := tb.Context()
+	cfg := sdkaws.Config{Region: emulators.FauxqsRegion, Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")}
+	topics := sns.NewFromConfig(cfg, func(o *sns.Options) { o.BaseEndpoint = sdkaws.String(f.Endpoint()) })
+	topic, err := topics.CreateTopic(ctx, &sns.CreateTopicInput{Name: &name, Attributes: map[string]string{"FifoTopic": "true"}})
+	if err != nil {
+		tb.Fatalf("create topic %s: %v", name, err)
+	}
+	sq := sqsClient(f)
+	q, err := sq.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: sdkaws.String("subscriber-" + name), Attributes: map[string]string{"FifoQueue": "true"}})
+	if err != nil {
+		tb.Fatalf("create the subscriber queue: %v", err)
+	}
+	qa, err := sq.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: q.QueueUrl, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
+	if err != nil {
+		tb.Fatalf("the subscriber queue's ARN: %v", err)
+	}
+	if _, err := topics.Subscribe(ctx, &sns.SubscribeInput{
+		TopicArn: topic.TopicArn, Protocol: sdkaws.String("sqs"),
+		Endpoint:   sdkaws.String(qa.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]),
+		Attributes: map[string]string{"RawMessageDelivery": "true"},
+	}); err != nil {
+		tb.Fatalf("subscribe: %v", err)
+	}
+	return *topic.TopicArn, *q.QueueUrl
+}
+
+// notification is a lifecycle notification a subscriber read, with the
+// message group SNS delivered it in.
+type notification struct {
+	RequestGuid, Status, TopicName string
+	group                          string
+}
+
+// readNotifications reads (and deletes) want notifications from the
+// subscriber queue, in the order delivered, within loadMargin (they are
+// published before the invocations that make them answer).
+func readNotifications(tb testing.TB, f *emulators.Fauxqs, queueURL string, want int) []notification {
+	tb.Helper()
+	sq := sqsClient(f)
+	var got []notification
+	deadline := time.Now().Add(loadMargin)
+	for len(got) < want && time.Now().Before(deadline) {
+		out, err := sq.ReceiveMessage(tb.Context(), &sqs.ReceiveMessageInput{
+			QueueUrl: &queueURL, MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameMessageGroupId},
+		})
+		if err != nil {
+			tb.Fatalf("receive notifications: %v", err)
+		}
+		for _, m := range out.Messages {
+			var n notification
+			if err := json.Unmarshal([]byte(sdkaws.ToString(m.Body)), &n); err != nil {
+				tb.Fatalf("notification %q: %v", sdkaws.ToString(m.Body), err)
+			}
+			n.group = m.Attributes[string(sqstypes.MessageSystemAttributeNameMessageGroupId)]
+			got = append(got, n)
+			if _, err := sq.DeleteMessage(tb.Context(), &sqs.DeleteMessageInput{QueueUrl: &queueURL, ReceiptHandle: m.ReceiptHandle}); err != nil {
+				tb.Fatalf("delete a notification: %v", err)
+			}
+		}
+	}
+	if len(got) < want {
+		tb.Fatalf("the topic's subscriber got %d notifications %+v within %v, want %d", len(got), got, loadMargin, want)
+	}
+	return got
 }

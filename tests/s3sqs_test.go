@@ -18,18 +18,34 @@ import (
 	"fngateway/internal/emulators"
 )
 
-// s3sqsEnv runs the gateway on S3 (versitygw) and SQS (fauxqs), reached
-// through the AWS SDK's own endpoint variables.
+// s3sqsTopic is asyncProfile's topic on AWS: an SNS FIFO topic's name.
+const s3sqsTopic = "u1-status.fifo"
+
+// hasRepeat reports whether a status occurs twice in ss.
+func hasRepeat(ss []string) bool {
+	seen := map[string]bool{}
+	for _, s := range ss {
+		if seen[s] {
+			return true
+		}
+		seen[s] = true
+	}
+	return false
+}
+
+// s3sqsEnv runs the gateway on S3 (versitygw), SQS and SNS (fauxqs),
+// reached through the AWS SDK's own endpoint variables.
 func s3sqsEnv(hosts string, v *emulators.Versitygw, f *emulators.Fauxqs) map[string]string {
 	return map[string]string{
 		"Hosts":                     hosts,
 		"AsyncModeEnabled":          "true",
 		"AsyncTriggerTimeout":       "300",
-		"UserProfiles":              asyncProfile,
+		"UserProfiles":              strings.Replace(asyncProfile, `"topic":"u1-status"`, `"topic":"`+s3sqsTopic+`"`, 1),
 		"AsyncStore":                "s3://gateway-e2e/async",
 		"AsyncQueue":                f.QueueURL("e2e-continuations"),
 		"AWS_ENDPOINT_URL_S3":       v.Endpoint(),
 		"AWS_ENDPOINT_URL_SQS":      f.Endpoint(),
+		"AWS_ENDPOINT_URL_SNS":      f.Endpoint(),
 		"AWS_REGION":                emulators.VersitygwRegion,
 		"AWS_ACCESS_KEY_ID":         emulators.VersitygwAccessKey,
 		"AWS_SECRET_ACCESS_KEY":     emulators.VersitygwSecretKey,
@@ -41,11 +57,15 @@ func s3sqsEnv(hosts string, v *emulators.Versitygw, f *emulators.Fauxqs) map[str
 
 // TestAsyncS3SQS runs the async flow of the local host through S3 and
 // SQS servers: 202, status, 303 to a presigned URL with the exact body, the
-// header blob, a continuation delivered twice, lifecycle notifications on
-// an SQS queue, and a hand-off while the store is down.
+// header blob, a continuation delivered twice, lifecycle notifications
+// through an SNS FIFO topic to a subscribed queue, and a hand-off while the
+// store is down.
 func TestAsyncS3SQS(t *testing.T) {
 	v := emulators.StartVersitygw(t)
 	f := emulators.StartFauxqs(t)
+	// The profile's topic and a subscriber; the local gateway has no ARN
+	// for it (no NotificationTopicArns) and finds it by creating it again.
+	_, eventsURL := notificationTopic(t, f, s3sqsTopic)
 	be := newSlowBackend(t, 1500*time.Millisecond)
 	gw := StartGateway(t, s3sqsEnv(be.URL, v, f))
 
@@ -111,28 +131,29 @@ func TestAsyncS3SQS(t *testing.T) {
 		t.Errorf("backend calls = %d; want 1", got)
 	}
 
-	// The profile's topic is an SQS queue of that name.
-	topic, err := sq.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: sdkaws.String("u1-status")})
-	if err != nil {
-		t.Fatalf("topic queue u1-status: %v", err)
-	}
+	// The profile's topic is the SNS FIFO topic of that name: its
+	// subscriber gets the request's states in order, each once although
+	// the continuation was delivered twice.
 	var statuses []string
 	deadline := time.Now().Add(loadMargin) // sent as the request is queued and done
 	for !containsAll(statuses, "Queued", "AsyncProcessed") && time.Now().Before(deadline) {
-		out, err := sq.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: topic.QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+		out, err := sq.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &eventsURL, MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
 		if err != nil {
 			t.Fatalf("receive notifications: %v", err)
 		}
 		for _, m := range out.Messages {
 			var n struct{ RequestGuid, Status, Timestamp, TopicName string }
-			if err := json.Unmarshal([]byte(sdkaws.ToString(m.Body)), &n); err != nil || n.RequestGuid != acc.ID || n.TopicName != "u1-status" {
-				t.Errorf("notification %q: want JSON for %s on u1-status", sdkaws.ToString(m.Body), acc.ID)
+			if err := json.Unmarshal([]byte(sdkaws.ToString(m.Body)), &n); err != nil || n.RequestGuid != acc.ID || n.TopicName != s3sqsTopic {
+				t.Errorf("notification %q: want JSON for %s on %s", sdkaws.ToString(m.Body), acc.ID, s3sqsTopic)
 			}
 			statuses = append(statuses, n.Status)
+			if _, err := sq.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &eventsURL, ReceiptHandle: m.ReceiptHandle}); err != nil {
+				t.Fatalf("delete a notification: %v", err)
+			}
 		}
 	}
-	if !containsAll(statuses, "Queued", "AsyncProcessed") {
-		t.Errorf("notifications %v: want Queued and AsyncProcessed", statuses)
+	if len(statuses) < 2 || statuses[0] != "Queued" || statuses[len(statuses)-1] != "AsyncProcessed" || hasRepeat(statuses) {
+		t.Errorf("notifications %v: want Queued first, AsyncProcessed last, none twice", statuses)
 	}
 
 	// A tampered signature is refused by the S3 server itself.

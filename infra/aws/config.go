@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
@@ -22,13 +23,13 @@ type Config struct {
 	// the endpoints it resolved. The edge loads it with the SDK's default
 	// chain (config.LoadDefaultConfig), which reads AWS_REGION, the
 	// credentials of the environment or the function's role, and
-	// AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL_SQS.
+	// AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL_SQS / AWS_ENDPOINT_URL_SNS.
 	AWS sdkaws.Config
 
-	// S3Endpoint and SQSEndpoint override the services' endpoints, for
-	// example "http://127.0.0.1:7070" for an S3-compatible server. Empty
-	// leaves the endpoint to AWS (the SDK's own resolution).
-	S3Endpoint, SQSEndpoint string
+	// S3Endpoint, SQSEndpoint and SNSEndpoint override the services'
+	// endpoints, for example "http://127.0.0.1:7070" for an S3-compatible
+	// server. Empty leaves the endpoint to AWS (the SDK's own resolution).
+	S3Endpoint, SQSEndpoint, SNSEndpoint string
 
 	// MaxAttempts is the most attempts the SDK makes of one request
 	// (retries included). If 0, 3 attempts with at most 500 ms between
@@ -75,6 +76,16 @@ func (c Config) sqsClient() *sqs.Client {
 	return sqs.NewFromConfig(c.AWS, func(o *sqs.Options) {
 		if c.SQSEndpoint != "" {
 			o.BaseEndpoint = sdkaws.String(c.SQSEndpoint)
+		}
+		o.Retryer = c.retryer()
+	})
+}
+
+// snsClient makes the SNS client.
+func (c Config) snsClient() *sns.Client {
+	return sns.NewFromConfig(c.AWS, func(o *sns.Options) {
+		if c.SNSEndpoint != "" {
+			o.BaseEndpoint = sdkaws.String(c.SNSEndpoint)
 		}
 		o.Retryer = c.retryer()
 	})

@@ -51,6 +51,7 @@ func fauxqsConfig(f *emulators.Fauxqs) Config {
 			Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
 		},
 		SQSEndpoint: f.Endpoint(),
+		SNSEndpoint: f.Endpoint(), // fauxqs serves SNS on the same port
 	}
 }
 

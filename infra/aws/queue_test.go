@@ -12,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
-	"fngateway/core"
 	"fngateway/core/async"
 	"fngateway/internal/emulators"
 )
@@ -144,119 +143,6 @@ func TestQueueDown(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("Enqueue with the server down took %v, want about a second", d)
-	}
-}
-
-func TestNotifier(t *testing.T) {
-	t.Parallel()
-	f := emulators.StartFauxqs(t)
-	n := NewNotifier(fauxqsConfig(f))
-	ctx := testContext(t)
-	topic := uniqueName("topic")
-	bodies := []string{`{"RequestGuid":"a","Status":"Queued"}`, `{"RequestGuid":"a","Status":"AsyncProcessed"}`}
-	for _, b := range bodies {
-		if err := n.Notify(ctx, topic, []byte(b)); err != nil { // the first creates the queue
-			t.Fatalf("Notify: %v", err)
-		}
-	}
-	url, err := n.client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: &topic})
-	if err != nil {
-		t.Fatalf("topic queue: %v", err)
-	}
-	var got []string
-	eventually(t, 10*time.Second, "both notifications", func() bool {
-		out, err := n.client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: url.QueueUrl, MaxNumberOfMessages: 10})
-		if err != nil {
-			t.Fatalf("ReceiveMessage: %v", err)
-		}
-		for _, m := range out.Messages {
-			got = append(got, deref(m.Body))
-		}
-		return len(got) >= len(bodies)
-	})
-	if len(got) != 2 || !(got[0] == bodies[0] && got[1] == bodies[1] || got[0] == bodies[1] && got[1] == bodies[0]) {
-		t.Fatalf("notifications = %q, want %q", got, bodies)
-	}
-
-	// A queue deleted after its URL was cached is made again.
-	if _, err := n.client.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: url.QueueUrl}); err != nil {
-		t.Fatalf("DeleteQueue: %v", err)
-	}
-	if err := n.Notify(ctx, topic, []byte("again")); err != nil {
-		t.Fatalf("Notify after the queue was deleted: %v", err)
-	}
-
-	if err := n.Notify(ctx, "has space", []byte("x")); err == nil {
-		t.Error(`Notify(topic "has space"): no error`)
-	}
-}
-
-// TestNotifierNoCreate: with NoCreate (on Lambda) a missing queue is an
-// error naming it and no queue is created; an existing one is sent to.
-func TestNotifierNoCreate(t *testing.T) {
-	t.Parallel()
-	f := emulators.StartFauxqs(t)
-	n := NewNotifier(fauxqsConfig(f))
-	n.NoCreate = true
-	ctx := testContext(t)
-	missing := uniqueName("missing")
-	err := n.Notify(ctx, missing, []byte("x"))
-	if err == nil || !strings.Contains(err.Error(), "queue "+missing+" does not exist") {
-		t.Fatalf("Notify to a missing queue: %v; want an error naming it", err)
-	}
-	if _, err := n.client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: &missing}); !isMissingQueue(err) {
-		t.Fatalf("GetQueueUrl(%s) = %v; want the queue still missing", missing, err)
-	}
-	topic := uniqueName("made")
-	if _, err := n.client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: &topic}); err != nil {
-		t.Fatalf("CreateQueue: %v", err)
-	}
-	if err := n.Notify(ctx, topic, []byte("x")); err != nil {
-		t.Fatalf("Notify to a queue Terraform made: %v", err)
-	}
-}
-
-// TestNotifierCheckTopic: a topic that is not an SQS standard queue name
-// is refused by CheckTopic and so stops the start-up (ValidateTopics).
-func TestNotifierCheckTopic(t *testing.T) {
-	t.Parallel()
-	n := NewNotifier(Config{})
-	for _, tc := range []struct {
-		topic string
-		ok    bool
-	}{
-		{"a", true},
-		{"lifecycle", true},
-		{"Life_Cycle-2", true},
-		{strings.Repeat("x", 80), true},
-		{"", false},
-		{strings.Repeat("x", 81), false},
-		{"has space", false},
-		{"dotted.name", false},
-		{"events.fifo", false},
-		{"slash/name", false},
-		{"colon:name", false},
-		{"é", false},
-		{"nul\x00", false},
-	} {
-		err := n.CheckTopic(tc.topic)
-		if (err == nil) != tc.ok {
-			t.Errorf("CheckTopic(%.90q) = %v; want ok %v", tc.topic, err, tc.ok)
-		}
-		if !tc.ok && err != nil && !strings.Contains(err.Error(), "want") {
-			t.Errorf("CheckTopic(%.90q) = %q; want it to say what a valid name is", tc.topic, err)
-		}
-		profiles := core.Profiles{"u": {UserID: "u", Async: core.AsyncConfig{Enabled: true, Topic: tc.topic}}}
-		err = async.ValidateTopics(profiles, n)
-		var se *core.SettingError
-		switch {
-		case tc.topic == "" && err != nil: // no topic: nothing to check
-			t.Errorf("ValidateTopics with no topic: %v", err)
-		case tc.topic != "" && !tc.ok && (!errors.As(err, &se) || se.Name != "UserProfiles"):
-			t.Errorf("ValidateTopics(topic %.90q) = %v; want a UserProfiles SettingError", tc.topic, err)
-		case tc.ok && err != nil:
-			t.Errorf("ValidateTopics(topic %.90q) = %v; want nil", tc.topic, err)
-		}
 	}
 }
 

@@ -4,7 +4,7 @@
 # The deployer needs to create, read, update and delete, in the account and
 # region: the Lambda function with its concurrency, Function URL, permissions
 # and SQS event source mapping; the S3 bucket <name>-results-* and its
-# settings; the queues <name>-continuations[-dlq] and the notification queues
+# settings; the queues <name>-continuations[-dlq]; the SNS notification topics
 # the profiles name (notification_topics); the log group
 # /aws/lambda/<name>; and, on the role <name>-gateway only, iam:CreateRole,
 # GetRole, DeleteRole, TagRole, PutRolePolicy, GetRolePolicy, DeleteRolePolicy,
@@ -25,14 +25,15 @@ locals {
 
   log_group_name = "/aws/lambda/${var.name}"
 
-  # The notification queues the profiles name (when user_profiles is JSON;
-  # list them in notification_topics when it is file:<path>). The module
-  # creates them and the function may only send to them (CONTRACT §6: in
-  # the cloud Terraform creates every queue), so terraform destroy removes
-  # them with the rest.
-  profiles            = try(jsondecode(var.user_profiles), [])
-  profile_topics      = [for p in local.profiles : p["async-config"]["topic"] if try(p["async-config"]["topic"], "") != ""]
-  notification_queues = distinct(concat(local.profile_topics, var.notification_topics))
+  # The notification topics the profiles name (when user_profiles is JSON;
+  # list them in notification_topics when it is file:<path>): SNS FIFO
+  # topics. The module creates them, writes their ARNs in
+  # NotificationTopicArns, and the function may only publish to them
+  # (CONTRACT §6: in the cloud Terraform creates every topic), so terraform
+  # destroy removes them with the rest.
+  profiles                 = try(jsondecode(var.user_profiles), [])
+  profile_topics           = [for p in local.profiles : p["async-config"]["topic"] if try(p["async-config"]["topic"], "") != ""]
+  notification_topic_names = distinct(concat(local.profile_topics, var.notification_topics))
 
   # Written by the module from its own resources.
   # Telemetry (docs/observability.md), written only when set: CloudWatch EMF metrics in
@@ -45,10 +46,15 @@ locals {
     OTEL_SERVICE_NAME           = var.otel_exporter_otlp_endpoint == null ? null : var.name
   } : k => v if v != null }
 
-  host_settings = {
-    AsyncStore = "s3://${aws_s3_bucket.results.bucket}"
-    AsyncQueue = aws_sqs_queue.continuations.url
-  }
+  host_settings = merge(
+    {
+      AsyncStore = "s3://${aws_s3_bucket.results.bucket}"
+      AsyncQueue = aws_sqs_queue.continuations.url
+    },
+    length(local.notification_topic_names) == 0 ? {} : {
+      NotificationTopicArns = join(",", [for t in local.notification_topic_names : aws_sns_topic.notifications[t].arn])
+    },
+  )
 }
 
 # --- async results --------------------------------------------------------
@@ -111,13 +117,25 @@ resource "aws_sqs_queue" "dead_letters" {
   tags                      = var.tags
 }
 
-# Lifecycle notifications, one standard queue per profile topic, with SQS's
-# default retention (4 days), as the gateway creates them locally.
-resource "aws_sqs_queue" "notifications" {
-  for_each                = toset(local.notification_queues)
-  name                    = each.value
-  sqs_managed_sse_enabled = true
-  tags                    = var.tags
+# --- lifecycle notifications --------------------------------------------------
+
+# One SNS FIFO topic per profile topic: the gateway publishes each request's
+# notifications in its own message group (the request id), so every
+# subscriber gets them in order, and with a deduplication id of id and
+# status, so a notification sent twice within 5 minutes is delivered once
+# ("Amazon SNS message grouping for FIFO topics"; Publish,
+# MessageDeduplicationId: Amazon SNS API Reference). MessageGroup scope:
+# deduplication within each group, which the ids already are, and the
+# regional throughput limits rather than the topic's 3,000 messages per
+# second (FifoThroughputScope). FIFO topics deliver to SQS queues only:
+# subscribe a queue (terraform/examples/aws does), and fan out from it.
+resource "aws_sns_topic" "notifications" {
+  for_each                    = toset(local.notification_topic_names)
+  name                        = each.value
+  fifo_topic                  = true
+  content_based_deduplication = false
+  fifo_throughput_scope       = "MessageGroup"
+  tags                        = var.tags
 }
 
 resource "aws_sqs_queue" "continuations" {
@@ -216,13 +234,14 @@ data "aws_iam_policy_document" "gateway" {
     resources = [aws_sqs_queue.continuations.arn]
   }
 
-  # Send only, to the queues this module creates: no sqs:CreateQueue.
+  # Publish only, to the topics this module creates: no sns:CreateTopic
+  # (the gateway has their ARNs from NotificationTopicArns).
   dynamic "statement" {
-    for_each = length(local.notification_queues) == 0 ? [] : [1]
+    for_each = length(local.notification_topic_names) == 0 ? [] : [1]
     content {
       sid       = "Notifications"
-      actions   = ["sqs:GetQueueUrl", "sqs:SendMessage"]
-      resources = [for q in local.notification_queues : aws_sqs_queue.notifications[q].arn]
+      actions   = ["sns:Publish"]
+      resources = [for t in local.notification_topic_names : aws_sns_topic.notifications[t].arn]
     }
   }
 }
@@ -289,8 +308,8 @@ resource "aws_lambda_function" "gateway" {
       error_message = "async_trigger_timeout must let the 202 go out inside one invocation: at most lambda_timeout less function_limit_margin_ms."
     }
     precondition {
-      condition     = alltrue([for t in local.profile_topics : can(regex("^[A-Za-z0-9_-]{1,80}$", t))])
-      error_message = "Every async-config.topic of user_profiles must be an SQS queue name (1-80 letters, digits, hyphens and underscores): the module creates a queue of that name."
+      condition     = alltrue([for t in local.profile_topics : can(regex("^[A-Za-z0-9_-]{1,251}[.]fifo$", t))])
+      error_message = "Every async-config.topic of user_profiles must be an SNS FIFO topic name (1-256 letters, digits, hyphens and underscores, ending in .fifo): the module creates a FIFO topic of that name."
     }
     precondition {
       condition     = var.reserved_concurrent_executions == null || var.continuation_max_concurrency <= coalesce(var.reserved_concurrent_executions, 0)

@@ -38,7 +38,7 @@ output "environment" {
   value       = local.app_settings
 }
 
-output "notification_queue_urls" {
-  description = "The lifecycle notification queues (the profiles' topics and notification_topics), by name: the function sends to these only."
-  value       = { for name, q in aws_sqs_queue.notifications : name => q.url }
+output "notification_topic_arns" {
+  description = "The lifecycle notification SNS FIFO topics (the profiles' topics and notification_topics), by name: the function publishes to these only. Subscribe SQS queues to them."
+  value       = { for name, t in aws_sns_topic.notifications : name => t.arn }
 }

@@ -154,14 +154,14 @@ variable "batch_size" {
 }
 
 variable "notification_topics" {
-  description = "Extra SQS queues for lifecycle notifications. Every async-config.topic of a JSON user_profiles is always created; list here those of a file:<path> user_profiles. The function may only send to these queues: it creates none."
+  description = "Extra SNS FIFO topics for lifecycle notifications (names ending in .fifo). Every async-config.topic of a JSON user_profiles is always created; list here those of a file:<path> user_profiles. The function may only publish to these topics: it creates none."
   type        = list(string)
   default     = []
   nullable    = false
 
   validation {
-    condition     = alltrue([for q in var.notification_topics : can(regex("^[A-Za-z0-9_-]{1,80}$", q))])
-    error_message = "The notification_topics value must list SQS queue names of 1-80 letters, digits, hyphens and underscores."
+    condition     = alltrue([for t in var.notification_topics : can(regex("^[A-Za-z0-9_-]{1,251}[.]fifo$", t))])
+    error_message = "The notification_topics value must list SNS FIFO topic names: 1-256 letters, digits, hyphens and underscores, ending in .fifo."
   }
 }
 

@@ -22,3 +22,13 @@ output "bucket_name" {
   description = "The bucket of async results."
   value       = module.gateway.bucket_name
 }
+
+output "batch_events_queue_url" {
+  description = "The SQS FIFO queue subscribed to the batch profile's notification topic: each request's Queued, Processing, AsyncProcessed / Failed / Expired, in order."
+  value       = aws_sqs_queue.batch_events.url
+}
+
+output "notification_topic_arns" {
+  description = "The profiles' SNS FIFO notification topics, by name."
+  value       = module.gateway.notification_topic_arns
+}
