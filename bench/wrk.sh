@@ -5,8 +5,10 @@
 # Usage: bench/wrk.sh (or make bench-wrk). Environment: ROUNDS (2), DURATION
 # (10s), THREADS (2), CONNS (32), BARE_PROCESS (shared: the bare proxy runs in
 # the backend's process, as the throughput target was measured; own: in a
-# process of its own, as the gateway does). Needs wrk (make bench-wrk
-# installs it).
+# process of its own, as the gateway does), GATEWAY_GOGC (unset: the
+# gateway's own default; set: GOGC for the gateway process alone). Prints the
+# gateway's peak resident memory (VmHWM) at the end. Needs wrk (make
+# bench-wrk installs it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-2} DURATION=${DURATION:-10s} THREADS=${THREADS:-2} CONNS=${CONNS:-32} BARE_PROCESS=${BARE_PROCESS:-shared}
@@ -34,8 +36,9 @@ own)
 	;;
 *) echo "bench/wrk.sh: BARE_PROCESS=$BARE_PROCESS; want shared or own" >&2; exit 2 ;;
 esac
-Hosts=$backend ListenAddr=$gw AsyncStore="file:$tmp/store" "$tmp/gateway" >/dev/null 2>"$tmp/gateway.err" &
-pids+=($!)
+env ${GATEWAY_GOGC:+GOGC=$GATEWAY_GOGC} Hosts=$backend ListenAddr=$gw AsyncStore="file:$tmp/store" "$tmp/gateway" >/dev/null 2>"$tmp/gateway.err" &
+gwpid=$!
+pids+=($gwpid)
 for _ in $(seq 100); do curl -fs "http://$gw/_gateway/health" >/dev/null 2>&1 && break; sleep 0.1; done
 curl -fs "http://$gw/_gateway/health" >/dev/null || { echo "the gateway did not start:"; cat "$tmp/gateway.err"; exit 1; } >&2
 
@@ -56,3 +59,4 @@ for r in $(seq "$ROUNDS"); do
 	fi
 	printf '%-6s %12s %12s %8s\n' "$r" "$b" "$g" "$(awk -v g="$g" -v b="$b" 'BEGIN {printf "%.2fx", g/b}')"
 done
+echo "gateway GOGC=${GATEWAY_GOGC:-default} peak RSS: $(awk '/^VmHWM:/ {printf "%d MiB", $2/1024}' /proc/$gwpid/status)"

@@ -25,20 +25,29 @@ func (s *Settings) validateLimits() error {
 	return nil
 }
 
-// CheckMemory holds MaxRetryBodyBytes and MaxBufferedBytes against the
-// memory the host has, mem bytes (source names where that figure came
-// from, for the message). A zero mem checks nothing.
-func (s *Settings) CheckMemory(mem int64, source string) error {
-	if mem <= 0 {
+// CheckMemory holds MaxRetryBodyBytes and MaxBufferedBytes against limit,
+// the bytes the collector may use (the soft memory limit, not all of the
+// host's memory; source says where that figure comes from, for the
+// message). A MaxBufferedBytes left at its default (explicit reports the
+// settings the environment gave) is lowered to half of limit when that is
+// smaller, so that a small host (a 128 MB Lambda) starts with the defaults
+// and buffered bodies leave the collector room for everything else; a
+// value given beyond limit is an error naming the setting, its value and
+// the limit. A zero limit checks nothing.
+func (s *Settings) CheckMemory(limit int64, source string, explicit func(name string) bool) error {
+	if limit <= 0 {
 		return nil
+	}
+	if !explicit("MaxBufferedBytes") && int64(s.MaxBufferedBytes) > limit/2 {
+		s.MaxBufferedBytes = Count(limit / 2)
 	}
 	for _, c := range []struct {
 		name string
 		v    Count
 	}{{"MaxRetryBodyBytes", s.MaxRetryBodyBytes}, {"MaxBufferedBytes", s.MaxBufferedBytes}} {
-		if int64(c.v) > mem {
+		if int64(c.v) > limit {
 			return &SettingError{Name: c.name, Value: strconv.FormatInt(int64(c.v), 10),
-				Want: fmt.Sprintf("want at most %d bytes, the memory this host has (%s)", mem, source)}
+				Want: fmt.Sprintf("want at most %d bytes, %s", limit, source)}
 		}
 	}
 	return nil

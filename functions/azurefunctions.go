@@ -75,6 +75,7 @@ func runAzureFunctions(ctx context.Context, logger *slog.Logger) error {
 	if lim.Warning != "" {
 		logger.Warn(lim.Warning)
 	}
+	gc := gcInForce()
 	ft := azurefunctions.FormatTimeSpan(lim.Function)
 	if lim.Function == 0 {
 		ft = "-1 (unbounded)"
@@ -87,7 +88,11 @@ func runAzureFunctions(ctx context.Context, logger *slog.Logger) error {
 		slog.Int64("startupMs", time.Since(started).Milliseconds()),
 		slog.Int64("invocationLimitMs", lim.Invocation.Milliseconds()),
 		slog.Bool("async", bool(s.AsyncModeEnabled)),
-		slog.Bool("appServiceAuthentication", authEnabled))
+		slog.Bool("appServiceAuthentication", authEnabled),
+		// The collector's pace and soft limit, from the InstanceMemoryMB
+		// the module writes (or GOGC and GOMEMLIMIT when set).
+		slog.Int("gogc", gc.Percent),
+		slog.Int64("memoryLimitBytes", gc.Limit))
 	var g group
 	addServer(&g, ctx, srv.Run, gw, logger)
 	return g.Run()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"runtime/debug"
 	"runtime/metrics"
@@ -9,38 +10,72 @@ import (
 	"fngateway/core"
 )
 
-// gcPercent is the GOGC the gateway runs with when GOGC is not set. Its
-// live heap is small (a few MB beside the bodies it buffers), so with Go's
-// default of 100 it collects every few MB allocated: about 20 cycles a
-// second at 12 000 requests/s, each waking threads on a host with few
-// cores. 400 collects a quarter as often; gcLimitShare of the host's
-// memory bounds what that costs in memory.
-const gcPercent = 400
+// gcPercent is the GOGC the gateway runs with when GOGC is not set: Go's
+// own default, chosen by measurement (docs/performance.md, "Garbage
+// collection"). Peak memory at 100, 200 and 400 under an endless streamed
+// answer, 40 concurrent 10 MiB uploads and make bench-wrk: 200 raised the
+// wrk peak by 17 % and 400 by 40 % (and the uploads' by 12 %), past the 10 %
+// allowed over 100; what they bought in requests/s was within the noise of
+// the shared machine.
+const gcPercent = 100
 
 // gcLimitShare is the part of the host's memory the heap may grow to
 // before the collector works harder, when GOMEMLIMIT is not set (a soft
 // limit: Go's own GOMEMLIMIT). The rest is for the binary, goroutine
-// stacks and the kernel's socket buffers.
+// stacks and the kernel's socket buffers (and, on Azure, the Functions
+// host, which shares the instance).
 const gcLimitShare = 0.8
 
-// tuneGC sets the collector's pace from the host's memory, leaving alone
-// whatever the GOGC and GOMEMLIMIT environment variables already set. It
-// returns the GOGC and memory limit now in force (0 when there is none),
-// or an error naming a GOGC the Go runtime would silently take for 100.
-// (A malformed GOMEMLIMIT stops the runtime itself, naming it.)
-func tuneGC(lookup func(string) (string, bool), mem int64) (percent int, limit int64, err error) {
+// gcState is the collector's setting in force: GOGC, the soft memory limit
+// in bytes (0 for none) and where that limit comes from, for messages.
+type gcState struct {
+	Percent     int
+	Limit       int64
+	LimitSource string
+}
+
+// tuneGC sets the collector's pace from the host's memory (mem bytes, from
+// memSource; 0 when unknown), leaving alone whatever the GOGC and
+// GOMEMLIMIT environment variables already set. It returns the setting now
+// in force, or an error naming a GOGC the Go runtime would silently take
+// for 100. (A malformed GOMEMLIMIT stops the runtime itself, naming it.)
+func tuneGC(lookup func(string) (string, bool), mem int64, memSource string) (gcState, error) {
 	if v, ok := lookup("GOGC"); !ok {
 		debug.SetGCPercent(gcPercent)
 	} else if _, err := strconv.ParseInt(v, 10, 32); err != nil && v != "off" {
-		return 0, 0, &core.SettingError{Name: "GOGC", Value: v, Want: "want a whole percentage or off (Go's own variable)"}
+		return gcState{}, &core.SettingError{Name: "GOGC", Value: v, Want: "want a whole percentage or off (Go's own variable)"}
 	}
-	if _, ok := lookup("GOMEMLIMIT"); !ok && mem > 0 {
+	var source string
+	if v, ok := lookup("GOMEMLIMIT"); ok {
+		source = "the soft memory limit GOMEMLIMIT=" + v
+	} else if mem > 0 {
 		debug.SetMemoryLimit(int64(float64(mem) * gcLimitShare))
+		source = fmt.Sprintf("the soft memory limit, %.0f %% of %s", gcLimitShare*100, memSource)
 	}
+	st := gcInForce()
+	if st.Limit > 0 {
+		st.LimitSource = source
+	}
+	return st, nil
+}
+
+// gcInForce reads GOGC and the soft memory limit the runtime now applies.
+func gcInForce() gcState {
 	m := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/gomemlimit:bytes"}}
 	metrics.Read(m)
-	if limit = int64(m[1].Value.Uint64()); limit == math.MaxInt64 {
+	limit := int64(m[1].Value.Uint64())
+	if limit == math.MaxInt64 {
 		limit = 0
 	}
-	return int(m[0].Value.Uint64()), limit, nil
+	return gcState{Percent: int(m[0].Value.Uint64()), Limit: limit}
+}
+
+// bodyBound is what the body budgets are held against: the soft memory
+// limit, or the host's memory (mem, from memSource) when that is smaller
+// or there is no limit.
+func (g gcState) bodyBound(mem int64, memSource string) (int64, string) {
+	if mem > 0 && (g.Limit == 0 || mem < g.Limit) {
+		return mem, "the memory this host has (" + memSource + ")"
+	}
+	return g.Limit, g.LimitSource
 }

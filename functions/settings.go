@@ -57,11 +57,18 @@ func loadSettings(hostLimit time.Duration) (*core.Settings, time.Duration, error
 	if err := s.Validate(limit, explicit); err != nil {
 		return nil, 0, err
 	}
-	mem, source := hostMemory()
-	if err := s.CheckMemory(mem, source); err != nil {
+	// The body budgets are held against what the collector may use: the
+	// soft memory limit, not all of the host's memory.
+	mem, source, err := hostMemory(lookup)
+	if err != nil {
 		return nil, 0, err
 	}
-	if _, _, err := tuneGC(os.LookupEnv, mem); err != nil {
+	gc, err := tuneGC(os.LookupEnv, mem, source)
+	if err != nil {
+		return nil, 0, err
+	}
+	bound, boundSource := gc.bodyBound(mem, source)
+	if err := s.CheckMemory(bound, boundSource, explicit); err != nil {
 		return nil, 0, err
 	}
 	return &s, limit, nil

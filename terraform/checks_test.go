@@ -65,6 +65,9 @@ var azureSpec = spec{
 		"AzureWebJobsStorage__queueServiceUri",
 		"AzureWebJobsStorage__credential",
 		"AzureFunctionsJobHost__functionTimeout",
+		// The instance's memory (var.instance_memory_in_mb), read by
+		// functions/memory.go beside Lambda's AWS_LAMBDA_FUNCTION_MEMORY_SIZE.
+		"InstanceMemoryMB",
 		"APPLICATIONINSIGHTS_CONNECTION_STRING",
 		"AzureFunctionsJobHost__telemetryMode",
 		"OTEL_EXPORTER_OTLP_ENDPOINT",

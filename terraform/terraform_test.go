@@ -47,12 +47,20 @@ func TestWrittenSettings(t *testing.T) {
 			"Hosts": "https://backend.example", "AsyncStore": "azure", "AsyncQueue": "gateway-continuations",
 			"AzureWebJobsStorage__accountName": afterApply, "AzureWebJobsStorage__blobServiceUri": afterApply, "AzureWebJobsStorage__queueServiceUri": afterApply,
 			"AzureWebJobsStorage__credential": "managedidentity", "AzureFunctionsJobHost__functionTimeout": "00:30:00",
+			"InstanceMemoryMB": "2048",
+		}},
+		// The instance's size reaches the gateway (its soft memory limit).
+		{azureSpec, vars{"instance_memory_in_mb": cty.NumberIntVal(512)}, map[string]string{
+			"Hosts": "https://backend.example", "AsyncStore": "azure", "AsyncQueue": "gateway-continuations",
+			"AzureWebJobsStorage__accountName": afterApply, "AzureWebJobsStorage__blobServiceUri": afterApply, "AzureWebJobsStorage__queueServiceUri": afterApply,
+			"AzureWebJobsStorage__credential": "managedidentity", "AzureFunctionsJobHost__functionTimeout": "00:30:00",
+			"InstanceMemoryMB": "512",
 		}},
 		{azureSpec, vars{"function_timeout": cty.NumberIntVal(3599), "timeout": cty.NumberIntVal(60000), "async_mode_enabled": cty.True}, map[string]string{
 			"Hosts": "https://backend.example", "AsyncStore": "azure", "AsyncQueue": "gateway-continuations",
 			"AzureWebJobsStorage__accountName": afterApply, "AzureWebJobsStorage__blobServiceUri": afterApply, "AzureWebJobsStorage__queueServiceUri": afterApply,
 			"AzureWebJobsStorage__credential": "managedidentity", "AzureFunctionsJobHost__functionTimeout": "00:59:59",
-			"Timeout": "60000", "AsyncModeEnabled": "true",
+			"Timeout": "60000", "AsyncModeEnabled": "true", "InstanceMemoryMB": "2048",
 		}},
 		{awsSpec, nil, map[string]string{"Hosts": "https://backend.example", "AsyncStore": afterApply, "AsyncQueue": afterApply, "EmfNamespace": "FnGateway"}},
 		{awsSpec, vars{"invoke_mode": cty.StringVal("RESPONSE_STREAM"), "default_ttl_secs": cty.NumberFloatVal(2.5)}, map[string]string{
@@ -68,7 +76,7 @@ func TestWrittenSettings(t *testing.T) {
 			"AzureWebJobsStorage__accountName": afterApply, "AzureWebJobsStorage__blobServiceUri": afterApply, "AzureWebJobsStorage__queueServiceUri": afterApply,
 			"AzureWebJobsStorage__credential": "managedidentity", "AzureFunctionsJobHost__functionTimeout": "00:30:00",
 			"OTEL_EXPORTER_OTLP_ENDPOINT": "https://collector.example:4318", "OTEL_SERVICE_NAME": "fngw",
-			"AzureFunctionsJobHost__telemetryMode": "OpenTelemetry",
+			"AzureFunctionsJobHost__telemetryMode": "OpenTelemetry", "InstanceMemoryMB": "2048",
 		}},
 	}
 	for _, tt := range tests {
@@ -145,6 +153,11 @@ func TestNesting(t *testing.T) {
 		{vars{"instance_memory_in_mb": n(512)}, true},
 		{vars{"instance_memory_in_mb": n(4096)}, true},
 		{vars{"instance_memory_in_mb": n(1024)}, false},
+		// The body budgets fit under the gateway's soft limit, 80 % of the instance.
+		{vars{"instance_memory_in_mb": n(512), "max_buffered_bytes": n(429496729)}, true},
+		{vars{"instance_memory_in_mb": n(512), "max_buffered_bytes": n(429496730)}, false},
+		{vars{"instance_memory_in_mb": n(512), "max_retry_body_bytes": n(429496729), "max_buffered_bytes": n(429496729)}, true},
+		{vars{"instance_memory_in_mb": n(512), "max_retry_body_bytes": n(429496730)}, false},
 	}
 	aws := []outcome{
 		{vars{"lambda_timeout": n(60), "timeout": n(59000)}, true},
@@ -178,6 +191,12 @@ func TestNesting(t *testing.T) {
 		{vars{"notification_topics": cty.ListVal([]cty.Value{cty.StringVal("gw-extra")})}, false},
 		{vars{"notification_topics": cty.ListVal([]cty.Value{cty.StringVal("gw extra.fifo")})}, false},
 		{vars{"user_profiles": cty.StringVal(`[{"userId":"a","async-config":{"enabled":true}}]`)}, true},
+		// The body budgets fit under the gateway's soft limit, 80 % of memory_size;
+		// max_buffered_bytes left at its default is lowered by the gateway.
+		{vars{"memory_size": n(128)}, true},
+		{vars{"memory_size": n(128), "max_buffered_bytes": n(107374182)}, true},
+		{vars{"memory_size": n(128), "max_buffered_bytes": n(107374183)}, false},
+		{vars{"memory_size": n(128), "max_retry_body_bytes": n(107374183)}, false},
 	}
 	for _, c := range []struct {
 		sp    spec

@@ -1,10 +1,12 @@
 package tests
 
 import (
+	"bufio"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -121,12 +123,20 @@ func moduleAzureSettings(tb testing.TB, az *emulators.Azurite, gateway map[strin
 	tb.Helper()
 	// What the module's host settings hold once its resources exist: the
 	// storage account's endpoints (primary_blob_endpoint ends in "/").
+	// (No Azurite, az nil: a handler that opens no storage, endpoints on a
+	// closed port.)
+	blob, queue := "http://127.0.0.1:9/devstoreaccount1", "http://127.0.0.1:9/devstoreaccount1"
+	if az != nil {
+		blob, queue = az.BlobEndpoint(), az.QueueEndpoint()
+	}
 	after := map[string]string{
-		"AzureWebJobsStorage__blobServiceUri":  az.BlobEndpoint() + "/",
-		"AzureWebJobsStorage__queueServiceUri": az.QueueEndpoint() + "/",
+		"AzureWebJobsStorage__blobServiceUri":  blob + "/",
+		"AzureWebJobsStorage__queueServiceUri": queue + "/",
 		"AzureWebJobsStorage__accountName":     emulators.AzuriteAccountName,
 		// var.function_timeout as the module formats it.
 		"AzureFunctionsJobHost__functionTimeout": "00:30:00",
+		// var.instance_memory_in_mb's default, as the module writes it.
+		"InstanceMemoryMB": "2048",
 	}
 	// Written by the provider; the module's own settings replace them.
 	env := map[string]string{
@@ -473,5 +483,78 @@ func TestAzureFunctionsStorageCredentialBesideIdentity(t *testing.T) {
 	if len(lines) != 1 || !strings.Contains(lines[0], "setting AzureWebJobsStorage=") ||
 		!strings.Contains(lines[0], "AzureWebJobsStorage__blobServiceUri") || strings.Contains(lines[0], emulators.AzuriteAccountKey) {
 		t.Errorf("output = %q; want one line naming AzureWebJobsStorage and AzureWebJobsStorage__blobServiceUri, without the key", out)
+	}
+}
+
+// TestAzureFunctionsInstanceMemory: the custom handler started with the
+// settings the module writes knows the instance's memory from
+// InstanceMemoryMB (a Flex Consumption instance says nothing of it, and
+// this machine's memory is far larger): its soft memory limit is 80 % of
+// the instance, and a MaxBufferedBytes above that limit, though well under
+// the instance's memory, stops the start-up with one line naming the
+// setting, its value and the limit.
+func TestAzureFunctionsInstanceMemory(t *testing.T) {
+	env := moduleAzureSettings(t, nil, map[string]string{"Hosts": "http://127.0.0.1:9"})
+	mb, err := strconv.ParseInt(env["InstanceMemoryMB"], 10, 64)
+	if err != nil || mb <= 0 {
+		t.Fatalf("the module writes InstanceMemoryMB=%q; want the instance's size in MB", env["InstanceMemoryMB"])
+	}
+	limit := int64(float64(mb<<20) * 0.8)
+	env["WEBSITE_SKU"] = "FlexConsumption"
+	g := StartAzureHandler(t, env)
+	var line map[string]any
+	for _, l := range g.logs.Lines() {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && m["msg"] == "azure functions host" {
+			line = m
+		}
+	}
+	if line == nil {
+		t.Fatalf("no start-up line in the handler's log:\n%s", strings.Join(g.logs.Lines(), "\n"))
+	}
+	if got, _ := line["memoryLimitBytes"].(float64); int64(got) != limit {
+		t.Errorf("start-up line says memoryLimitBytes %v; want %d, 80 %% of InstanceMemoryMB=%d", line["memoryLimitBytes"], limit, mb)
+	}
+
+	over := limit + 1
+	if over >= mb<<20 {
+		t.Fatalf("the soft limit %d leaves no room under the instance's %d MB", limit, mb)
+	}
+	cmd := exec.Command(binary)
+	cmd.Env = append(baseEnv(), "FUNCTIONS_CUSTOMHANDLER_PORT="+freePort(t), "FUNCTIONS_APP_ROOT_PATH="+appRoot(t),
+		"FUNCTIONS_WORKER_RUNTIME=custom", "MaxBufferedBytes="+strconv.FormatInt(over, 10))
+	for k, v := range env {
+		if k != "FUNCTIONS_CUSTOMHANDLER_PORT" && k != "FUNCTIONS_APP_ROOT_PATH" && k != "FUNCTIONS_WORKER_RUNTIME" {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	// Its output until it exits, or until it says it has started (a
+	// handler that took the setting would serve on).
+	var lines []string
+	started := false
+	for sc := bufio.NewScanner(out); sc.Scan(); {
+		lines = append(lines, sc.Text())
+		if strings.Contains(sc.Text(), `"azure functions host"`) {
+			started = true
+			cmd.Process.Kill()
+			break
+		}
+	}
+	err = cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); started || !ok || ee.ExitCode() != 2 {
+		t.Errorf("MaxBufferedBytes=%d: exit %v (started: %v); want exit 2 before the start-up line", over, err, started)
+	}
+	want := fmt.Sprintf(`setting MaxBufferedBytes="%d": want at most %d bytes, the soft memory limit, 80 %% of InstanceMemoryMB=%d MB`, over, limit, mb)
+	if len(lines) != 1 || !strings.Contains(lines[0], want) {
+		t.Errorf("output %q; want one line with %q", lines, want)
 	}
 }

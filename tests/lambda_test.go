@@ -393,8 +393,8 @@ func TestLambdaBadSettings(t *testing.T) {
 		{"InvokeMode", []string{"InvokeMode=STREAM"}, `setting InvokeMode="STREAM": want BUFFERED or RESPONSE_STREAM`},
 		{"AWS_LAMBDA_FUNCTION_TIMEOUT", []string{"AWS_LAMBDA_FUNCTION_TIMEOUT=3s"}, `setting AWS_LAMBDA_FUNCTION_TIMEOUT="3s": want a positive whole number of seconds`},
 		{"nesting", []string{"AWS_LAMBDA_FUNCTION_TIMEOUT=3", "Timeout=5000"}, `setting Timeout="5000": want at most 2000 ms`},
-		{"body buffer beyond the function's memory", []string{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE=128", "MaxBufferedBytes=200000000"},
-			`setting MaxBufferedBytes="200000000": want at most 134217728 bytes, the memory this host has (AWS_LAMBDA_FUNCTION_MEMORY_SIZE=128 MB)`},
+		{"body buffer beyond what the collector may use", []string{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE=128", "MaxBufferedBytes=120000000"},
+			`setting MaxBufferedBytes="120000000": want at most 107374182 bytes, the soft memory limit, 80 % of AWS_LAMBDA_FUNCTION_MEMORY_SIZE=128 MB`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -319,6 +319,18 @@ resource "aws_lambda_function" "gateway" {
       condition     = var.function_timeout_secs == null || coalesce(var.function_timeout_secs, 0) <= var.lambda_timeout
       error_message = "function_timeout_secs must not exceed lambda_timeout, the host's own limit."
     }
+    # The gateway holds the body budgets against its soft memory limit, 80 %
+    # of AWS_LAMBDA_FUNCTION_MEMORY_SIZE (functions/gc.go, gcLimitShare):
+    # refused here rather than at the first invocation. A max_buffered_bytes
+    # left at its default is lowered by the gateway to fit (a 128 MB function).
+    precondition {
+      condition     = var.max_buffered_bytes == tonumber(local.gateway_defaults.MaxBufferedBytes) || var.max_buffered_bytes <= floor(var.memory_size * 1048576 * 0.8)
+      error_message = "max_buffered_bytes must fit under the gateway's soft memory limit: at most 80 % of memory_size, in bytes."
+    }
+    precondition {
+      condition     = var.max_retry_body_bytes <= floor(var.memory_size * 1048576 * 0.8)
+      error_message = "max_retry_body_bytes must fit under the gateway's soft memory limit: at most 80 % of memory_size, in bytes."
+    }
   }
 }
 

@@ -116,6 +116,13 @@ locals {
     AzureWebJobsStorage__accountName       = azurerm_storage_account.gateway.name
     AzureWebJobsStorage__credential        = "managedidentity"
     AzureFunctionsJobHost__functionTimeout = local.function_timeout_text
+    # The instance's memory, which nothing on a Flex Consumption instance
+    # tells the handler (its cgroup and MemTotal may be the machine's): the
+    # gateway sets its soft memory limit (GOMEMLIMIT) from it and holds
+    # MaxBufferedBytes and MaxRetryBodyBytes against that limit
+    # (functions/memory.go; docs/settings.md). The same variable sizes the
+    # instance below (instance_memory_in_mb).
+    InstanceMemoryMB = tostring(var.instance_memory_in_mb)
   }
 }
 
@@ -316,6 +323,18 @@ resource "azurerm_function_app_flex_consumption" "gateway" {
     precondition {
       condition     = var.function_timeout_secs == null || coalesce(var.function_timeout_secs, 0) <= var.function_timeout
       error_message = "function_timeout_secs must not exceed function_timeout, the host's own limit."
+    }
+    # The gateway holds the body budgets against its soft memory limit, 80 %
+    # of InstanceMemoryMB (functions/gc.go, gcLimitShare): refused here
+    # rather than at the app's start-up. A max_buffered_bytes left at its
+    # default is lowered by the gateway to fit.
+    precondition {
+      condition     = var.max_buffered_bytes == tonumber(local.gateway_defaults.MaxBufferedBytes) || var.max_buffered_bytes <= floor(var.instance_memory_in_mb * 1048576 * 0.8)
+      error_message = "max_buffered_bytes must fit under the gateway's soft memory limit: at most 80 % of instance_memory_in_mb, in bytes."
+    }
+    precondition {
+      condition     = var.max_retry_body_bytes <= floor(var.instance_memory_in_mb * 1048576 * 0.8)
+      error_message = "max_retry_body_bytes must fit under the gateway's soft memory limit: at most 80 % of instance_memory_in_mb, in bytes."
     }
   }
 }

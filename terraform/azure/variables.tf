@@ -47,8 +47,11 @@ variable "runtime_version" {
 
 variable "instance_memory_in_mb" {
   # Flex Consumption's instance sizes: 512, 2048 (default) and 4096 MB
-  # ("Azure Functions Flex Consumption plan hosting", Instance memory).
-  description = "Memory of each Flex Consumption instance, in MB: 512, 2048 or 4096 (512 leaves MaxBufferedBytes' default, 128 MiB, a quarter of it)."
+  # ("Azure Functions Flex Consumption plan hosting", Instance memory). Also
+  # written as the app setting InstanceMemoryMB: the gateway's soft memory
+  # limit is 80 % of it, and max_buffered_bytes and max_retry_body_bytes
+  # must fit under that limit.
+  description = "Memory of each Flex Consumption instance, in MB: 512, 2048 or 4096. Also written as the app setting InstanceMemoryMB, from which the gateway sets its soft memory limit (80 %); max_buffered_bytes and max_retry_body_bytes must fit under it."
   type        = number
   default     = 2048
   nullable    = false
