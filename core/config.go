@@ -113,6 +113,10 @@ type Settings struct {
 	// EmfNamespace, if set, is the CloudWatch namespace of the Embedded
 	// Metric Format metrics the per-request log line then carries.
 	EmfNamespace EmfNamespace
+	// GatewayEndpointLogLevel is the level of the log line of each request
+	// to the gateway's own endpoints (/_gateway/: status and operation
+	// URIs, stats, health, result reads); debug silences them.
+	GatewayEndpointLogLevel LogLevel `default:"info"`
 }
 
 // MaxAsyncInlineResultBytes bounds AsyncInlineResultBytes: 4 MiB, which

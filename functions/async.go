@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"fngateway/adapters/httpapi"
 	"log/slog"
 	"strings"
 	"time"
@@ -67,6 +68,7 @@ func newAsync(s *core.Settings, p *asyncParts, fwd *core.Forwarder, stats *core.
 		OnError: func(ctx context.Context, id string, err error) {
 			logger.WarnContext(ctx, "async", slog.String("id", id), slog.String("err", err.Error()))
 		},
+		OnEnd: httpapi.LogAsyncEnd(logger),
 	}
 }
 
