@@ -104,11 +104,18 @@ func runLocal(ctx context.Context, demo bool, logger *slog.Logger, stderr io.Wri
 	if err != nil {
 		return err
 	}
+	// Listen first: a port in use stops the start-up before anything
+	// (the embedded store's directory) is created.
+	ln, err := net.Listen("tcp", s.ListenAddr)
+	if err != nil {
+		return &core.SettingError{Name: "ListenAddr", Value: s.ListenAddr, Want: "want an address this host can listen on: " + err.Error()}
+	}
 	gw, err := assemble(ctx, s, local.Caps(), logger)
 	if err != nil {
+		ln.Close()
 		return err
 	}
-	srv := &local.Server{Addr: s.ListenAddr, Handler: gw.handler, Limit: limit, Logger: logger,
+	srv := &local.Server{Listener: ln, Handler: gw.handler, Limit: limit, Logger: logger,
 		Ready: func(a net.Addr) {
 			if demoBackends != nil {
 				demoBackends.printHelp(stderr, a.String())
@@ -186,7 +193,7 @@ type gateway struct {
 // the async engine over its store and queue (only with AsyncModeEnabled)
 // and the telemetry. What only one host runs (the local worker, the
 // Lambda handler, the Functions server) its run path builds.
-func assemble(ctx context.Context, s *core.Settings, host core.HostCaps, logger *slog.Logger) (*gateway, error) {
+func assemble(ctx context.Context, s *core.Settings, host core.HostCaps, logger *slog.Logger) (_ *gateway, err error) {
 	stats := &core.Stats{}
 	fwd := &core.Forwarder{
 		Transport:   core.NewTransport(),
@@ -201,10 +208,17 @@ func assemble(ctx context.Context, s *core.Settings, host core.HostCaps, logger 
 	// CONTRACT §1: with async off nothing is opened, so a host with a
 	// read-only file system (Lambda's /var/task) starts without a store.
 	if s.AsyncModeEnabled {
-		p, err := openAsync(ctx, s)
-		if err != nil {
+		var p *asyncParts
+		if p, err = openAsync(ctx, s); err != nil {
 			return nil, err
 		}
+		// A start-up that fails after this leaves nothing behind: the
+		// directories the embedded store created are removed.
+		defer func() {
+			if err != nil && p.undo != nil {
+				p.undo()
+			}
+		}()
 		if err := async.ValidateTopics(s.UserProfiles, p.notifier); err != nil {
 			return nil, err
 		}
