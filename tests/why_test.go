@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -198,10 +199,17 @@ func TestStartupSaysWhy(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			cmd := exec.Command(binary)
+			// A gateway that starts when it should not would serve until
+			// killed: give it the load margin, then fail.
+			ctx, cancel := context.WithTimeout(context.Background(), loadMargin)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, binary)
 			cmd.Dir = dir
-			cmd.Env = append(baseEnv(), tt.env...)
+			cmd.Env = append(baseEnv(), append([]string{"ListenAddr=127.0.0.1:0"}, tt.env...)...)
 			out, err := cmd.CombinedOutput()
+			if ctx.Err() != nil {
+				t.Fatalf("the gateway started; want it to stop at start-up (output %q)", out)
+			}
 			var ee *exec.ExitError
 			if !errors.As(err, &ee) || ee.ExitCode() == 0 {
 				t.Fatalf("exit = %v; want a non-zero exit (output %q)", err, out)
