@@ -104,16 +104,16 @@ func runLocal(ctx context.Context, demo bool, logger *slog.Logger, stderr io.Wri
 	if err != nil {
 		return err
 	}
-	// Listen first: a port in use stops the start-up before anything
-	// (the embedded store's directory) is created.
-	ln, err := net.Listen("tcp", s.ListenAddr)
-	if err != nil {
-		return &core.SettingError{Name: "ListenAddr", Value: s.ListenAddr, Want: "want an address this host can listen on: " + err.Error()}
-	}
 	gw, err := assemble(ctx, s, local.Caps(), logger)
 	if err != nil {
-		ln.Close()
 		return err
+	}
+	ln, err := net.Listen("tcp", s.ListenAddr)
+	if err != nil {
+		// Nothing is left behind: the store directory this start created
+		// goes too.
+		gw.abandon(ctx)
+		return fmt.Errorf("setting ListenAddr=%q: %w", s.ListenAddr, err)
 	}
 	srv := &local.Server{Listener: ln, Handler: gw.handler, Limit: limit, Logger: logger,
 		Ready: func(a net.Addr) {
@@ -186,6 +186,23 @@ type gateway struct {
 	files *filestore.Store
 	// telemetry exports traces and metrics; nil without an OTLP endpoint.
 	telemetry *otel.Telemetry
+	// undo removes what assembling created (the embedded store's
+	// directories); nil when nothing was.
+	undo func()
+}
+
+// abandon undoes a gateway that will never serve: its telemetry is shut
+// down and what assembling created is removed, so that a failed start-up
+// leaves nothing behind.
+func (gw *gateway) abandon(ctx context.Context) {
+	if gw.telemetry != nil {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		gw.telemetry.Shutdown(sctx)
+	}
+	if gw.undo != nil {
+		gw.undo()
+	}
 }
 
 // assemble builds the gateway from the settings for a host that can do
@@ -222,7 +239,7 @@ func assemble(ctx context.Context, s *core.Settings, host core.HostCaps, logger 
 		if err := async.ValidateTopics(s.UserProfiles, p.notifier); err != nil {
 			return nil, err
 		}
-		gw.async = newAsync(s, p, fwd, stats, host, logger)
+		gw.async, gw.undo = newAsync(s, p, fwd, stats, host, logger), p.undo
 		h.Async = gw.async
 		if p.files != nil {
 			gw.files, h.Blobs = p.files, p.files

@@ -189,7 +189,7 @@ func TestStartupSaysWhy(t *testing.T) {
 		want string
 	}{
 		{"port in use", []string{"Hosts=http://a:1", "AsyncModeEnabled=true", "ListenAddr=" + busy.Addr().String()},
-			`setting ListenAddr="` + busy.Addr().String() + `": want an address this host can listen on`},
+			`setting ListenAddr="` + busy.Addr().String() + `": listen tcp ` + busy.Addr().String() + `: bind: address already in use`},
 		{"misspelt profile key", []string{"Hosts=http://a:1", "AsyncModeEnabled=true", `UserProfiles=[{"userId":"u1","asyncConfig":{"enabled":true}}]`},
 			`setting UserProfiles=`},
 		{"topic the store refuses", []string{"Hosts=http://a:1", "AsyncModeEnabled=true", `UserProfiles=[{"userId":"u1","async-config":{"enabled":true,"topic":"bad/topic"}}]`},
