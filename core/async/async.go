@@ -162,8 +162,9 @@ type End struct {
 	Code string
 	// Attempts is the number of attempts, across every invocation.
 	Attempts int
-	// Arrival is when the request arrived; Completed when its result was
-	// committed (whole seconds, as the header blob says).
+	// Arrival is when the request arrived; Completed when this
+	// invocation committed its result (to the clock's precision, unlike
+	// the header blob's whole-second completedAt).
 	Arrival, Completed time.Time
 }
 
