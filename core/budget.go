@@ -2,6 +2,7 @@ package core
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -100,13 +101,38 @@ var ErrInvalidTTL = errors.New("want seconds (300 or 2.5), +<unix seconds>, or a
 // ErrInvalidTimeout is returned by ParseTimeout for a value it cannot read.
 var ErrInvalidTimeout = errors.New("want a positive number of milliseconds, such as 5000")
 
+// errBeyondCap is parseDecimalSeconds's error for a value beyond
+// maxSeconds, the ten-year cap on every duration.
+var errBeyondCap = errors.New("beyond the ten-year cap")
+
+// capError is a value refused only because it is beyond the ten-year cap
+// on durations: its message names the cap, and it Is its kind
+// (ErrInvalidTTL, ErrInvalidTimeout) for callers that branch on that.
+type capError struct {
+	kind error
+	msg  string
+}
+
+func (e *capError) Error() string        { return e.msg }
+func (e *capError) Is(target error) bool { return target == e.kind }
+
+// errTTLBeyondCap and errTimeoutBeyondCap are ParseTTL's and
+// ParseTimeout's errors for a value that reads well but is beyond its cap:
+// ten years for S7PTTL, maxSeconds milliseconds for S7PTimeout.
+var (
+	errTTLBeyondCap = &capError{kind: ErrInvalidTTL,
+		msg: fmt.Sprintf("more than ten years (%d s) after arrival; want at most that: the longest TTL the gateway accepts", maxSeconds)}
+	errTimeoutBeyondCap = &capError{kind: ErrInvalidTimeout,
+		msg: fmt.Sprintf("more than %d ms; want at most that: the longest timeout the gateway accepts", maxSeconds)}
+)
+
 // ParseTTL reads an S7PTTL header value and returns the request's deadline
 // for a request that arrived at arrival. The forms are: seconds from
 // arrival ("300", "2.5"), absolute Unix seconds ("+1735689600") and
 // ISO 8601 ("2024-12-31T23:59:59Z", or with an offset). Zero, a negative
 // value or a past time give a deadline at or before arrival: the request has
-// expired. An empty or unreadable value, or one beyond ten years, is
-// ErrInvalidTTL.
+// expired. An empty or unreadable value is ErrInvalidTTL; one beyond ten
+// years is an error that names that cap and Is ErrInvalidTTL.
 func ParseTTL(v string, arrival time.Time) (time.Time, error) {
 	v = strings.TrimSpace(v)
 	if v == "" {
@@ -114,8 +140,11 @@ func ParseTTL(v string, arrival time.Time) (time.Time, error) {
 	}
 	if rest, ok := strings.CutPrefix(v, "+"); ok {
 		t, err := parseUnix(rest)
-		if err != nil || t.Sub(arrival) > maxSeconds*time.Second {
+		if err != nil {
 			return time.Time{}, ErrInvalidTTL
+		}
+		if t.Sub(arrival) > maxSeconds*time.Second {
+			return time.Time{}, errTTLBeyondCap
 		}
 		return t, nil
 	}
@@ -124,6 +153,9 @@ func ParseTTL(v string, arrival time.Time) (time.Time, error) {
 			return parseISO(v, arrival)
 		}
 		secs, err := parseDecimalSeconds(v)
+		if errors.Is(err, errBeyondCap) {
+			return time.Time{}, errTTLBeyondCap
+		}
 		if err != nil {
 			return time.Time{}, ErrInvalidTTL
 		}
@@ -138,7 +170,7 @@ func parseISO(v string, arrival time.Time) (time.Time, error) {
 		return time.Time{}, ErrInvalidTTL
 	}
 	if t.Sub(arrival) > maxSeconds*time.Second {
-		return time.Time{}, ErrInvalidTTL
+		return time.Time{}, errTTLBeyondCap
 	}
 	return t, nil
 }
@@ -197,13 +229,16 @@ func parseDecimalSeconds(v string) (time.Duration, error) {
 		if neg {
 			return -maxSeconds * time.Second, nil
 		}
+		if err != nil && errors.Is(err, strconv.ErrRange) || math.IsInf(f, 0) {
+			return 0, errBeyondCap // digits only: a number too large to hold
+		}
 		return 0, ErrInvalidTTL
 	}
 	if f > maxSeconds {
 		if neg {
 			return -maxSeconds * time.Second, nil
 		}
-		return 0, ErrInvalidTTL
+		return 0, errBeyondCap
 	}
 	d := time.Duration(math.Round(f * float64(time.Second)))
 	if neg {
@@ -220,6 +255,9 @@ func ParseTimeout(v string) (time.Duration, error) {
 		return 0, ErrInvalidTimeout
 	}
 	d, err := parseDecimalSeconds(v)
+	if errors.Is(err, errBeyondCap) {
+		return 0, errTimeoutBeyondCap
+	}
 	if err != nil {
 		return 0, ErrInvalidTimeout
 	}

@@ -2,6 +2,7 @@ package core
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -323,5 +324,35 @@ func TestBudgetWithLimit(t *testing.T) {
 	}
 	if got := (Budget{Limit: dl}).WithLimit(time.Time{}, 0); !got.Limit.IsZero() {
 		t.Errorf("WithLimit(no deadline) kept the old limit %v", got.Limit)
+	}
+}
+
+// TestParseTTLNamesTheCap: a TTL or timeout that reads well but is beyond
+// the cap is refused with a message naming the cap, not one that asks for
+// the form it already has; it is still ErrInvalidTTL / ErrInvalidTimeout.
+func TestParseTTLNamesTheCap(t *testing.T) {
+	tests := []struct {
+		name, in string
+		parse    func(string) error
+		kind     error
+		want     string
+	}{
+		{"seconds", "400000000", func(v string) error { _, err := ParseTTL(v, t0); return err }, ErrInvalidTTL, "more than ten years (315360000 s) after arrival"},
+		{"huge seconds", strings.Repeat("9", 400), func(v string) error { _, err := ParseTTL(v, t0); return err }, ErrInvalidTTL, "more than ten years"},
+		{"absolute", "+99999999999", func(v string) error { _, err := ParseTTL(v, t0); return err }, ErrInvalidTTL, "more than ten years"},
+		{"iso", "9999-12-31T23:59:59Z", func(v string) error { _, err := ParseTTL(v, t0); return err }, ErrInvalidTTL, "more than ten years"},
+		{"timeout", "400000000", func(v string) error { _, err := ParseTimeout(v); return err }, ErrInvalidTimeout, "more than 315360000 ms"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.parse(tt.in)
+			if !errors.Is(err, tt.kind) || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "300 or 2.5") {
+				t.Errorf("parse(%q) = %v; want %v naming the cap (%q)", tt.in, err, tt.kind, tt.want)
+			}
+		})
+	}
+	// A value that does not read is still asked for in the right form.
+	if _, err := ParseTTL("soon", t0); err == nil || !strings.Contains(err.Error(), "300 or 2.5") {
+		t.Errorf("ParseTTL(soon) = %v; want the forms", err)
 	}
 }

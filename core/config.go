@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -118,6 +119,10 @@ type Settings struct {
 	// EmfNamespace, if set, is the CloudWatch namespace of the Embedded
 	// Metric Format metrics the per-request log line then carries.
 	EmfNamespace EmfNamespace
+	// GatewayEndpointLogLevel is the level of the log line of each request
+	// to the gateway's own endpoints (/_gateway/: status and operation
+	// URIs, stats, health, result reads); debug silences them.
+	GatewayEndpointLogLevel LogLevel `default:"info"`
 }
 
 // MaxAsyncInlineResultBytes bounds AsyncInlineResultBytes: 4 MiB, which
@@ -179,6 +184,9 @@ type Seconds time.Duration
 // Decode parses s, for envconfig.
 func (d *Seconds) Decode(s string) error {
 	v, err := parseDecimalSeconds(s)
+	if errors.Is(err, errBeyondCap) {
+		return fmt.Errorf("want at most ten years (%d s), the longest duration the gateway accepts", maxSeconds)
+	}
 	if err != nil || v <= 0 {
 		return errors.New("want a positive number of seconds, such as 300 or 2.5")
 	}
@@ -196,7 +204,10 @@ type Millis time.Duration
 // Decode parses s, for envconfig.
 func (d *Millis) Decode(s string) error {
 	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-	if err != nil || n <= 0 || n > maxSeconds*1000 {
+	if err == nil && n > maxSeconds*1000 || errors.Is(err, strconv.ErrRange) && !strings.HasPrefix(strings.TrimSpace(s), "-") {
+		return fmt.Errorf("want at most ten years (%d ms), the longest duration the gateway accepts", int64(maxSeconds)*1000)
+	}
+	if err != nil || n <= 0 {
 		return errors.New("want a positive whole number of milliseconds, such as 30000")
 	}
 	*d = Millis(time.Duration(n) * time.Millisecond)
@@ -427,7 +438,10 @@ func ParseRoutes(data []byte) (Routes, error) {
 		}
 		if rj.TTLSecs != nil {
 			v := *rj.TTLSecs
-			if !(v > 0) || v > maxSeconds || math.IsInf(v, 0) {
+			if v > maxSeconds {
+				return nil, fmt.Errorf("%s: ttlSecs: want at most ten years (%d s), the longest TTL the gateway accepts", where, maxSeconds)
+			}
+			if !(v > 0) || math.IsInf(v, 0) {
 				return nil, fmt.Errorf("%s: ttlSecs: want a positive number of seconds", where)
 			}
 			r.TTL = time.Duration(v * float64(time.Second))
@@ -440,7 +454,10 @@ func ParseRoutes(data []byte) (Routes, error) {
 			if p == nil {
 				return 0, nil
 			}
-			if *p <= 0 || *p > maxSeconds*1000 {
+			if *p > maxSeconds*1000 {
+				return 0, fmt.Errorf("%s: %s: want at most ten years (%d ms), the longest duration the gateway accepts", where, name, int64(maxSeconds)*1000)
+			}
+			if *p <= 0 {
 				return 0, fmt.Errorf("%s: %s: want a positive whole number of milliseconds", where, name)
 			}
 			return time.Duration(*p) * time.Millisecond, nil
@@ -476,8 +493,9 @@ type AsyncConfig struct {
 	Topic         string `json:"topic"`
 }
 
-// Profile is one entry of UserProfiles. Keys other than userId and
-// async-config are accepted and ignored, so seed-proxy profiles carry over.
+// Profile is one entry of UserProfiles. Any key other than userId and
+// async-config (and, inside it, enabled, containername and topic) is
+// refused, naming it: a misspelt key must not pass for an absent one.
 type Profile struct {
 	UserID string      `json:"userId"`
 	Async  AsyncConfig `json:"async-config"`
@@ -510,6 +528,9 @@ func ParseProfiles(data []byte) (Profiles, error) {
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return nil, fmt.Errorf("want a JSON array of profiles ({\"userId\":…,\"async-config\":{…}}): %v", err)
 	}
+	if err := unknownProfileKeys(data); err != nil {
+		return nil, err
+	}
 	out := Profiles{}
 	for i, p := range raw {
 		if p.UserID == "" {
@@ -524,6 +545,58 @@ func ParseProfiles(data []byte) (Profiles, error) {
 		out[p.UserID] = p
 	}
 	return out, nil
+}
+
+// unknownProfileKeys returns an error naming the first key of a profile
+// (data, a JSON array of objects that decodes as []Profile) that the
+// gateway does not read, or nil.
+func unknownProfileKeys(data []byte) error {
+	var raw []map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return fmt.Errorf("want a JSON array of profiles ({\"userId\":…,\"async-config\":{…}}): %v", err)
+	}
+	for i, keys := range raw {
+		where := fmt.Sprintf("profile %d", i)
+		var id string
+		if json.Unmarshal(keys["userId"], &id) == nil && id != "" {
+			where = fmt.Sprintf("profile %q", trimKey(id))
+		}
+		if k := firstUnknown(keys, "userId", "async-config"); k != "" {
+			return fmt.Errorf("%s: unknown key %q; want userId and async-config", where, trimKey(k))
+		}
+		var ac map[string]json.RawMessage
+		if v, ok := keys["async-config"]; ok && json.Unmarshal(v, &ac) == nil {
+			if k := firstUnknown(ac, "enabled", "containername", "topic"); k != "" {
+				return fmt.Errorf("%s: unknown key async-config.%q; want enabled, containername and topic", where, trimKey(k))
+			}
+		}
+	}
+	return nil
+}
+
+// firstUnknown returns the first key of m, in sorted order, that is not
+// one of known (matched exactly: encoding/json would match userid too, so
+// that spelling counts as unknown), or "".
+func firstUnknown(m map[string]json.RawMessage, known ...string) string {
+	var bad []string
+	for k := range m {
+		if !slices.Contains(known, k) {
+			bad = append(bad, k)
+		}
+	}
+	if len(bad) == 0 {
+		return ""
+	}
+	slices.Sort(bad)
+	return bad[0]
+}
+
+// trimKey bounds a key or id quoted in an error.
+func trimKey(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
 }
 
 // ValidContainer reports whether s is a valid container name: 3 to 63

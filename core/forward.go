@@ -335,8 +335,10 @@ func (f *Forwarder) attempt(parent context.Context, rt http.RoundTripper, req *R
 		ar.record.Outcome = OutcomeFunctionLimit
 		f.Stats.countTimeout(CauseFunctionLimit)
 	case parent.Err() != nil:
+		// The caller ended it: the client left, or cancelled the async
+		// request (DELETE). Not the backend's failure.
 		ar.clientGone = true
-		ar.record.Outcome = OutcomeConnectError
+		ar.record.Outcome = OutcomeCancelled
 	default:
 		ar.record.Outcome = OutcomeConnectError
 		var op *net.OpError

@@ -319,6 +319,12 @@ func TestForwardClientGone(t *testing.T) {
 		if got := f.Stats.EndClientGone.Load(); got != 1 {
 			t.Errorf("end_client_gone = %d; want 1", got)
 		}
+		// The attempt the caller cut (a client gone, an async DELETE) is
+		// recorded as cancelled, not as the backend's connection failure.
+		var ge *Error
+		if !errors.As(err, &ge) || len(ge.Attempts) != 1 || ge.Attempts[0].Outcome != OutcomeCancelled {
+			t.Errorf("attempts = %+v; want one %q", ge, OutcomeCancelled)
+		}
 	})
 }
 

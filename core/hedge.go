@@ -20,8 +20,10 @@ import (
 // which cancels those still running; or when nothing runs any more and
 // nothing may start. The TTL and the execution limit cut every attempt.
 
-// OutcomeCancelled is the outcome of a hedged attempt cancelled because
-// another attempt of its request answered first.
+// OutcomeCancelled is the outcome of an attempt its caller cut: a hedged
+// attempt cancelled because another attempt of its request answered
+// first, or any attempt running when the client left or cancelled the
+// async request (DELETE on its status URI).
 const OutcomeCancelled Outcome = "cancelled"
 
 // errHedgeLost cancels the attempts that lost the race.

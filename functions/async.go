@@ -2,8 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"fngateway/adapters/httpapi"
+	"io/fs"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -20,6 +25,34 @@ type asyncParts struct {
 	queue    async.Queue
 	notifier async.Notifier
 	files    *filestore.Store // the embedded store (file:), nil otherwise
+	// undo removes what opening the store created (the embedded store's
+	// directories), for a start-up that fails after; nil: nothing to undo.
+	undo func()
+}
+
+// removeCreated returns a function that removes the first directory on
+// the path to dir that does not exist now (dir itself, or the first of its
+// missing parents), with all it then holds: what opening a store in dir
+// creates. It does nothing when dir exists already.
+func removeCreated(dir string) func() {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return func() {}
+	}
+	created := ""
+	for d := abs; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil || !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		created = d
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if created == "" {
+		return func() {}
+	}
+	return func() { os.RemoveAll(created) }
 }
 
 // openAsync connects the async store and queue that AsyncStore and
@@ -31,11 +64,14 @@ func openAsync(ctx context.Context, s *core.Settings) (*asyncParts, error) {
 	}
 	switch {
 	case strings.HasPrefix(s.AsyncStore, "file:"):
-		fs, err := filestore.Open(strings.TrimPrefix(s.AsyncStore, "file:"))
+		dir := strings.TrimPrefix(s.AsyncStore, "file:")
+		undo := removeCreated(dir)
+		fs, err := filestore.Open(dir)
 		if err != nil {
+			undo()
 			return nil, fmt.Errorf("setting AsyncStore=%q: %w", s.AsyncStore, err)
 		}
-		return &asyncParts{store: fs, queue: fs, notifier: fs, files: fs}, nil
+		return &asyncParts{store: fs, queue: fs, notifier: fs, files: fs, undo: undo}, nil
 	case s.AsyncStore == "azure":
 		az, err := openAzure(ctx, s)
 		if err != nil {
@@ -71,6 +107,7 @@ func newAsync(s *core.Settings, p *asyncParts, fwd *core.Forwarder, stats *core.
 		OnError: func(ctx context.Context, id string, err error) {
 			logger.WarnContext(ctx, "async", slog.String("id", id), slog.String("err", err.Error()))
 		},
+		OnEnd: httpapi.LogAsyncEnd(logger),
 	}
 }
 

@@ -108,7 +108,14 @@ func runLocal(ctx context.Context, demo bool, logger *slog.Logger, stderr io.Wri
 	if err != nil {
 		return err
 	}
-	srv := &local.Server{Addr: s.ListenAddr, Handler: gw.handler, Limit: limit, Logger: logger,
+	ln, err := net.Listen("tcp", s.ListenAddr)
+	if err != nil {
+		// Nothing is left behind: the store directory this start created
+		// goes too.
+		gw.abandon(ctx)
+		return fmt.Errorf("setting ListenAddr=%q: %w", s.ListenAddr, err)
+	}
+	srv := &local.Server{Listener: ln, Handler: gw.handler, Limit: limit, Logger: logger,
 		Ready: func(a net.Addr) {
 			if demoBackends != nil {
 				demoBackends.printHelp(stderr, a.String())
@@ -179,6 +186,23 @@ type gateway struct {
 	files *filestore.Store
 	// telemetry exports traces and metrics; nil without an OTLP endpoint.
 	telemetry *otel.Telemetry
+	// undo removes what assembling created (the embedded store's
+	// directories); nil when nothing was.
+	undo func()
+}
+
+// abandon undoes a gateway that will never serve: its telemetry is shut
+// down and what assembling created is removed, so that a failed start-up
+// leaves nothing behind.
+func (gw *gateway) abandon(ctx context.Context) {
+	if gw.telemetry != nil {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		gw.telemetry.Shutdown(sctx)
+	}
+	if gw.undo != nil {
+		gw.undo()
+	}
 }
 
 // assemble builds the gateway from the settings for a host that can do
@@ -186,7 +210,7 @@ type gateway struct {
 // the async engine over its store and queue (only with AsyncModeEnabled)
 // and the telemetry. What only one host runs (the local worker, the
 // Lambda handler, the Functions server) its run path builds.
-func assemble(ctx context.Context, s *core.Settings, host core.HostCaps, logger *slog.Logger) (*gateway, error) {
+func assemble(ctx context.Context, s *core.Settings, host core.HostCaps, logger *slog.Logger) (_ *gateway, err error) {
 	stats := &core.Stats{}
 	fwd := &core.Forwarder{
 		Transport:   core.NewTransport(),
@@ -201,14 +225,21 @@ func assemble(ctx context.Context, s *core.Settings, host core.HostCaps, logger 
 	// CONTRACT §1: with async off nothing is opened, so a host with a
 	// read-only file system (Lambda's /var/task) starts without a store.
 	if s.AsyncModeEnabled {
-		p, err := openAsync(ctx, s)
-		if err != nil {
+		var p *asyncParts
+		if p, err = openAsync(ctx, s); err != nil {
 			return nil, err
 		}
+		// A start-up that fails after this leaves nothing behind: the
+		// directories the embedded store created are removed.
+		defer func() {
+			if err != nil && p.undo != nil {
+				p.undo()
+			}
+		}()
 		if err := async.ValidateTopics(s.UserProfiles, p.notifier); err != nil {
 			return nil, err
 		}
-		gw.async = newAsync(s, p, fwd, stats, host, logger)
+		gw.async, gw.undo = newAsync(s, p, fwd, stats, host, logger), p.undo
 		h.Async = gw.async
 		if p.files != nil {
 			gw.files, h.Blobs = p.files, p.files

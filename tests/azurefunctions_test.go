@@ -413,6 +413,22 @@ func TestAzureFunctionsAsync(t *testing.T) {
 	if _, hb2, _ := readResultURI(t, acc.HeaderBlobURI); string(hb2) != string(hb) {
 		t.Errorf("the header blob changed:\n%s\n%s", hb, hb2)
 	}
+	// The continuation that wrote the result logged its end, once, and
+	// the redeliveries none.
+	n := 0
+	for _, m := range g.Logs() {
+		if m["msg"] == "async request ended" && m["async"] == acc.ID {
+			n++
+			// The attempt cut by the hand-off is not counted; the one cut
+			// by the first invocation's limit is.
+			if m["state"] != "succeeded" || m["status"] != float64(201) || m["attempts"] != float64(calls-1) {
+				t.Errorf("end line = %v; want succeeded, 201, %d attempts", m, calls-1)
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d end lines for %s; want 1", n, acc.ID)
+	}
 	// Nothing new was enqueued by the redeliveries, and nothing waits.
 	if n := queueCount(t, az.ConnectionString(), "gateway-continuations"); n != 0 {
 		t.Errorf("queue holds %d messages; want 0", n)

@@ -227,6 +227,10 @@ func TestLambdaAsyncS3SQS(t *testing.T) {
 	if got := be.calls.Load(); got != 2 {
 		t.Errorf("backend calls %d after a duplicate, want 2", got)
 	}
+	// The SQS invocation that wrote the result logged its end, once.
+	if ends := endLines(f.rie.Log(), acc.ID); len(ends) != 1 || !strings.Contains(ends[0], `"state":"succeeded"`) || !strings.Contains(ends[0], `"attempts":1`) {
+		t.Errorf("async end lines for %s = %q; want one, succeeded, 1 attempt (the one cut by the hand-off is not counted)", acc.ID, ends)
+	}
 
 	// 6. One malformed record in a batch is the only failure; its
 	// neighbours (a finished and an unknown request) succeed.
@@ -267,6 +271,10 @@ func TestLambdaAsyncS3SQS(t *testing.T) {
 		sa, sb := invoke("GET", su.EscapedPath())
 		if sa.StatusCode != http.StatusConflict || sa.Headers["X-Gateway-Error"] != "Canceled" {
 			t.Errorf("status URI: %d %v %s; want 409 Canceled", sa.StatusCode, sa.Headers, sb)
+		}
+		// The DELETE's invocation ended it, and logged so.
+		if ends := endLines(f.rie.Log(), acc.ID); len(ends) != 1 || !strings.Contains(ends[0], `"state":"canceled"`) || !strings.Contains(ends[0], `"code":"Canceled"`) {
+			t.Errorf("async end lines for %s = %q; want one, canceled", acc.ID, ends)
 		}
 		id, msg, receipt := receiveContinuation(t, sq, queueURL)
 		if !strings.Contains(msg, acc.ID) {
@@ -432,4 +440,16 @@ func receiveContinuation(tb testing.TB, sq *sqs.Client, queueURL string) (id, bo
 	}
 	tb.Fatalf("no continuation message on %s within %v", queueURL, loadMargin)
 	return "", "", ""
+}
+
+// endLines returns the "async request ended" log lines of request id in
+// log.
+func endLines(log, id string) []string {
+	var out []string
+	for line := range strings.SplitSeq(log, "\n") {
+		if strings.Contains(line, `"msg":"async request ended"`) && strings.Contains(line, `"async":"`+id+`"`) {
+			out = append(out, line)
+		}
+	}
+	return out
 }

@@ -27,20 +27,51 @@ func (h *Handler) profileOf(r *http.Request) *core.Profile {
 	return &p
 }
 
+// The reasons a request that asked for async (S7PAsyncMode: true) is
+// served in line, in x-Async-Declined and the log line's asyncDeclined
+// (CONTRACT §6), in the order they are checked.
+const (
+	declinedAsyncDisabled   = "async-disabled"    // AsyncModeEnabled is off (or no async store)
+	declinedProfileMissing  = "profile-missing"   // no X-UserProfile header
+	declinedProfileUnknown  = "profile-unknown"   // X-UserProfile names no profile of UserProfiles
+	declinedProfileAsyncOff = "profile-async-off" // the profile's async-config.enabled is not true
+	declinedRouteAsyncOff   = "route-async-off"   // the route says "async": false
+	declinedStreamedBody    = "streamed-body"     // the body is too large to keep (MaxRetryBodyBytes, MaxBufferedBytes)
+	declinedUpgrade         = "upgrade"           // a connection upgrade (WebSocket) cannot wait on a queue
+)
+
 // asyncEligible says whether all three levels agree that req may go async
-// (CONTRACT §6): the gateway, the profile and the request itself.
-func (h *Handler) asyncEligible(r *http.Request, route *core.Route, req *core.Request) bool {
-	if h.Async == nil || !bool(h.Settings.AsyncModeEnabled) || req.BodyStream != nil {
-		return false
-	}
-	if route.Async != nil && !*route.Async {
-		return false
-	}
+// (CONTRACT §6): the gateway, the profile and the request itself. When the
+// request asked for async and may not, declined says why.
+func (h *Handler) asyncEligible(r *http.Request, route *core.Route, req *core.Request) (ok bool, declined string) {
 	if !strings.EqualFold(strings.TrimSpace(r.Header.Get("S7PAsyncMode")), "true") {
-		return false
+		return false, ""
 	}
-	p := h.profileOf(r)
-	return p != nil && p.Async.Enabled
+	switch p := h.profileOf(r); {
+	case h.Async == nil || !bool(h.Settings.AsyncModeEnabled):
+		return false, declinedAsyncDisabled
+	case r.Header.Get("X-UserProfile") == "":
+		return false, declinedProfileMissing
+	case p == nil:
+		return false, declinedProfileUnknown
+	case !p.Async.Enabled:
+		return false, declinedProfileAsyncOff
+	case route.Async != nil && !*route.Async:
+		return false, declinedRouteAsyncOff
+	case req.BodyStream != nil:
+		return false, declinedStreamedBody
+	case req.Upgrade != "":
+		return false, declinedUpgrade
+	}
+	return true, ""
+}
+
+// setDeclined sets x-Async-Declined on an in-line answer to a request
+// that asked for async, replacing any a backend sent.
+func setDeclined(hdr http.Header, declined string) {
+	if declined != "" {
+		hdr["X-Async-Declined"] = []string{declined}
+	}
 }
 
 // proxyAsync forwards an async-eligible request through core's trigger

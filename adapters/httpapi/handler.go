@@ -68,7 +68,9 @@ func (h *Handler) Init() {
 // /_gateway/, and everything else by forwarding.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rest, ok := strings.CutPrefix(r.URL.Path, "/_gateway/"); ok {
-		h.serveOwn(w, r, rest)
+		ow := &ownWriter{ResponseWriter: w}
+		defer h.logOwn(r, ow, time.Now())
+		h.serveOwn(ow, r, rest)
 		return
 	}
 	h.proxy(w, r)
@@ -99,6 +101,7 @@ type requestLog struct {
 	attempts int
 	fired    string
 	async    string
+	declined string         // why a request that asked for async is served in line (x-Async-Declined)
 	err      string         // why a stream was cut, for the log
 	accepted time.Time      // when the platform or a trusted proxy accepted it; zero if unsaid
 	timeline []core.Attempt // the attempts, for EMF metrics
@@ -122,10 +125,12 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request) {
 		h.fail(ctx, w, gerr, &lg)
 		return
 	}
-	if req.Upgrade == "" && h.asyncEligible(r, route, req) {
+	eligible, declined := h.asyncEligible(r, route, req)
+	if eligible {
 		h.proxyAsync(w, r, req, &lg)
 		return
 	}
+	lg.declined = declined
 	// 1xx answers (103 Early Hints) reach the client at once, as
 	// httputil.ReverseProxy relays them. Forward runs on this goroutine, so
 	// nothing else writes to w meanwhile.
@@ -322,6 +327,7 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, res *core.Result
 	core.AddViaHeader(hdr)
 	h.rewriteLocations(hdr, r, route)
 	hdr["X-Attempts"] = attemptsValue(len(res.Attempts))
+	setDeclined(hdr, lg.declined)
 	if len(resp.Trailer) > 0 {
 		for k := range resp.Trailer {
 			hdr.Add("Trailer", k)
@@ -477,6 +483,7 @@ func (h *Handler) fail(ctx context.Context, w http.ResponseWriter, e *core.Error
 	hdr.Set("Content-Type", "application/json")
 	hdr.Set("X-Gateway-Error", e.Reason.Code())
 	hdr.Set("X-Attempts", strconv.Itoa(len(e.Attempts)))
+	setDeclined(hdr, lg.declined)
 	w.WriteHeader(lg.status)
 	w.Write(h.publicError(ctx, e).JSON())
 }
@@ -535,10 +542,13 @@ func (h *Handler) log(ctx context.Context, r *http.Request, arrival time.Time, l
 		n-- // err only when a stream was cut
 	}
 	line := attrs[:n]
+	if lg.declined != "" {
+		line = append(line[:n:n], slog.String("asyncDeclined", lg.declined))
+	}
 	if !lg.accepted.IsZero() {
 		// Both times, when the platform or a trusted proxy said when it
 		// accepted the request.
-		line = append(append(make([]slog.Attr, 0, n+3), line...),
+		line = append(append(make([]slog.Attr, 0, len(line)+3), line...),
 			slog.String("acceptedAt", lg.accepted.UTC().Format(time.RFC3339Nano)),
 			slog.String("arrivedAt", arrival.UTC().Format(time.RFC3339Nano)),
 			slog.Int64("queueMs", arrival.Sub(core.ClockStart(lg.accepted, arrival)).Milliseconds()))

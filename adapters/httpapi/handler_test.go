@@ -69,6 +69,9 @@ func TestAbsolute(t *testing.T) {
 	}
 }
 
+// TestAsyncEligible: a request goes async only when the gateway, its
+// profile and the request agree; one that asked (S7PAsyncMode: true) and
+// may not is told why (x-Async-Declined), one that did not ask is not.
 func TestAsyncEligible(t *testing.T) {
 	h := &Handler{Settings: testSettings(t, "http://a:1"), Async: &async.Async{}}
 	h.Init()
@@ -79,16 +82,21 @@ func TestAsyncEligible(t *testing.T) {
 		gateway  bool
 		want     bool
 		streamed bool
+		upgrade  bool
+		declined string
 	}{
-		{"all three agree", "/x", map[string]string{"S7PAsyncMode": "true", "X-UserProfile": "on"}, true, true, false},
-		{"header case-insensitive value", "/x", map[string]string{"S7PAsyncMode": "TRUE", "X-UserProfile": "on"}, true, true, false},
-		{"gateway off", "/x", map[string]string{"S7PAsyncMode": "true", "X-UserProfile": "on"}, false, false, false},
-		{"profile off", "/x", map[string]string{"S7PAsyncMode": "true", "X-UserProfile": "off"}, true, false, false},
-		{"no profile", "/x", map[string]string{"S7PAsyncMode": "true"}, true, false, false},
-		{"unknown profile", "/x", map[string]string{"S7PAsyncMode": "true", "X-UserProfile": "who"}, true, false, false},
-		{"request did not ask", "/x", map[string]string{"X-UserProfile": "on"}, true, false, false},
-		{"route forbids", "/never/x", map[string]string{"S7PAsyncMode": "true", "X-UserProfile": "on"}, true, false, false},
-		{"body too large to snapshot", "/x", map[string]string{"S7PAsyncMode": "true", "X-UserProfile": "on"}, true, false, true},
+		{"all three agree", "/x", map[string]string{"S7PAsyncMode": "true", "X-UserProfile": "on"}, true, true, false, false, ""},
+		{"header case-insensitive value", "/x", map[string]string{"S7PAsyncMode": "TRUE", "X-UserProfile": "on"}, true, true, false, false, ""},
+		{"gateway off", "/x", map[string]string{"S7PAsyncMode": "true", "X-UserProfile": "on"}, false, false, false, false, "async-disabled"},
+		{"profile off", "/x", map[string]string{"S7PAsyncMode": "true", "X-UserProfile": "off"}, true, false, false, false, "profile-async-off"},
+		{"no profile", "/x", map[string]string{"S7PAsyncMode": "true"}, true, false, false, false, "profile-missing"},
+		{"unknown profile", "/x", map[string]string{"S7PAsyncMode": "true", "X-UserProfile": "who"}, true, false, false, false, "profile-unknown"},
+		{"request did not ask", "/x", map[string]string{"X-UserProfile": "on"}, true, false, false, false, ""},
+		{"request asked for something else", "/x", map[string]string{"S7PAsyncMode": "false", "X-UserProfile": "who"}, false, false, false, false, ""},
+		{"route forbids", "/never/x", map[string]string{"S7PAsyncMode": "true", "X-UserProfile": "on"}, true, false, false, false, "route-async-off"},
+		{"body too large to snapshot", "/x", map[string]string{"S7PAsyncMode": "true", "X-UserProfile": "on"}, true, false, true, false, "streamed-body"},
+		{"upgrade", "/x", map[string]string{"S7PAsyncMode": "true", "X-UserProfile": "on"}, true, false, false, true, "upgrade"},
+		{"the gateway's reason first", "/never/x", map[string]string{"S7PAsyncMode": "true", "X-UserProfile": "who"}, false, false, true, false, "async-disabled"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -101,8 +109,12 @@ func TestAsyncEligible(t *testing.T) {
 			if tt.streamed {
 				req.BodyStream = r.Body
 			}
-			if got := h.asyncEligible(r, h.router.Match(tt.path), req); got != tt.want {
-				t.Errorf("asyncEligible = %v; want %v", got, tt.want)
+			if tt.upgrade {
+				req.Upgrade = "websocket"
+			}
+			got, declined := h.asyncEligible(r, h.router.Match(tt.path), req)
+			if got != tt.want || declined != tt.declined {
+				t.Errorf("asyncEligible = %v, %q; want %v, %q", got, declined, tt.want, tt.declined)
 			}
 		})
 	}

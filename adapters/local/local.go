@@ -21,10 +21,14 @@ func Caps() core.HostCaps {
 }
 
 // Server serves a gateway handler on a TCP address. Its zero value is not
-// usable: set Handler and Addr.
+// usable: set Handler, and Addr or Listener.
 type Server struct {
 	// Addr is the listen address, such as 127.0.0.1:8080 (":0" picks a port).
 	Addr string
+	// Listener, if set, is served instead of listening on Addr: a caller
+	// that listens before it builds anything else fails early, leaving
+	// nothing behind. Run closes it.
+	Listener net.Listener
 	// Handler serves every request.
 	Handler http.Handler
 	// Limit, if positive, is the execution limit each request runs under
@@ -51,9 +55,12 @@ func (s *Server) Run(ctx context.Context) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	ln, err := net.Listen("tcp", s.Addr)
-	if err != nil {
-		return err
+	ln := s.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", s.Addr); err != nil {
+			return err
+		}
 	}
 	h := s.Handler
 	if s.Limit > 0 {

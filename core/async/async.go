@@ -132,12 +132,36 @@ type Async struct {
 	// messages Process settled. The edge logs them. It may be called from
 	// several goroutines at once. If nil, they are dropped.
 	OnError func(ctx context.Context, id string, err error)
+	// OnEnd, if set, is told once when an async request ends, in the
+	// invocation that commits its one result: an in-process finish, a
+	// queue continuation, or the DELETE that settles an unheld request
+	// (CONTRACT §7). The edge logs it. It may be called from several
+	// goroutines at once. If nil, nothing is told.
+	OnEnd func(ctx context.Context, e End)
 
 	// notes sends notifications in the background (Host.WorkAfterAnswer).
 	notes notifier
 
 	// cancels are the continuations running here, told of a Cancel.
 	cancels cancelListeners
+}
+
+// End is how an async request ended, for OnEnd.
+type End struct {
+	// ID is the request's id.
+	ID string
+	// State is its final state: succeeded, failed, expired or canceled.
+	State State
+	// Status is the final status: the backend's, or the gateway's error's.
+	Status int
+	// Code is the gateway's error code, or "" for a backend's answer.
+	Code string
+	// Attempts is the number of attempts, across every invocation.
+	Attempts int
+	// Arrival is when the request arrived; Completed when this
+	// invocation committed its result (to the clock's precision, unlike
+	// the header blob's whole-second completedAt).
+	Arrival, Completed time.Time
 }
 
 // Accepted is what the 202 Accepted answer carries.

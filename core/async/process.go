@@ -431,15 +431,22 @@ func (a *Async) adoptResult(ctx context.Context, s *session) (bool, error) {
 func (a *Async) finalize(ctx context.Context, id string, status int, gatewayCode string, completed time.Time, all []core.Attempt) error {
 	state := resultState(status, gatewayCode)
 	var topic string
+	end := End{ID: id, State: state, Status: status, Code: gatewayCode}
 	_, err := a.records().update(ctx, id, func(r *asyncRecord) error {
 		topic = r.Topic
-		return r.commit(state, recordResult{Status: status, CompletedAt: completed, Code: trimCode(gatewayCode)}, all)
+		err := r.commit(state, recordResult{Status: status, CompletedAt: completed, Code: trimCode(gatewayCode)}, all)
+		end.Attempts, end.Arrival = len(r.Attempts), r.Arrival
+		return err
 	})
 	if errors.Is(err, errNoop) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("continuation %s: mark done: %w", id, err)
+	}
+	if a.OnEnd != nil {
+		end.Completed = time.Now()
+		a.OnEnd(ctx, end)
 	}
 	a.notify(ctx, topic, id, state.notification())
 	return nil
