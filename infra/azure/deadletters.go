@@ -26,7 +26,8 @@ const PoisonSuffix = "-poison"
 // Account.PoisonQueue; it is safe for concurrent use.
 type PoisonQueue struct {
 	q *queueClient
-	// texts keeps each listed message's text under its pop receipt, which
+	// texts keeps each listed message's text under its id and pop receipt
+	// (a batch may share one receipt), which
 	// Release writes back unchanged.
 	mu    sync.Mutex
 	texts map[string]string
@@ -87,7 +88,7 @@ func (p *PoisonQueue) List(ctx context.Context, max int, hold time.Duration) ([]
 				d.SentAt = m.InsertionTime.UTC()
 			}
 			p.mu.Lock()
-			p.texts[d.Receipt] = text
+			p.texts[d.ID+"\x00"+d.Receipt] = text
 			p.mu.Unlock()
 			out = append(out, d)
 		}
@@ -121,7 +122,8 @@ func (p *PoisonQueue) Release(ctx context.Context, d async.DeadLetter) error {
 func (p *PoisonQueue) forget(d async.DeadLetter) (string, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	t, ok := p.texts[d.Receipt]
-	delete(p.texts, d.Receipt)
+	k := d.ID + "\x00" + d.Receipt
+	t, ok := p.texts[k]
+	delete(p.texts, k)
 	return t, ok
 }
