@@ -362,6 +362,11 @@ func testDeadLetters(t *testing.T, be *dlBackend, deadLetter func(*testing.T, as
 	}
 
 	hold := make(chan struct{})
+	var release sync.Once
+	releaseHold := func() { release.Do(func() { close(hold) }) }
+	// A failing test must not leave the backend's handler waiting: its
+	// server's Close would wait for it.
+	t.Cleanup(releaseHold)
 	be.setHold(hold)
 	req, _ := http.NewRequest("POST", srv.URL+"/jobs", strings.NewReader("payload"))
 	req.Header.Set("S7PAsyncMode", "true")
@@ -422,7 +427,7 @@ func testDeadLetters(t *testing.T, be *dlBackend, deadLetter func(*testing.T, as
 		t.Fatal(err)
 	}
 	q.Complete(ctx, redriven)
-	close(hold)
+	releaseHold()
 	if err := <-normal; err != nil {
 		t.Fatalf("normal delivery: %v", err)
 	}
