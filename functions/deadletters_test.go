@@ -181,6 +181,7 @@ type dlLetter struct {
 	CanFinish  bool   `json:"canFinish"`
 	Redrive    string `json:"redrive"`
 	AgeSeconds float64
+	Expiry     time.Time         `json:"expiry"`
 	Attempts   []json.RawMessage `json:"attempts"`
 }
 
@@ -460,5 +461,72 @@ func testDeadLetters(t *testing.T, be *dlBackend, deadLetter func(*testing.T, as
 	}
 	if got := be.calls.Load(); got != 2 {
 		t.Errorf("backend calls = %d; want still 2", got)
+	}
+}
+
+// TestDeadLettersExpired: a dead-lettered request past its expiry
+// (AsyncTTLSecs after arrival) is reported by redrive, not sent, and left
+// in the dead letters.
+func TestDeadLettersExpired(t *testing.T) {
+	be := newDLBackend(t)
+	hold := make(chan struct{})
+	t.Cleanup(func() { close(hold) })
+	be.setHold(hold)
+	const ttl = time.Second
+	for k, v := range map[string]string{
+		"Hosts": be.URL, "AsyncModeEnabled": "true", "AsyncTriggerTimeout": "200", "AsyncTTLSecs": "1",
+		"UserProfiles": `[{"userId":"u1","async-config":{"enabled":true,"containername":"u1-results"}}]`,
+		"AsyncStore":   "file:" + t.TempDir(), "AsyncQueue": "",
+	} {
+		setEnv(t, k, v)
+	}
+	s, _, err := loadSettings(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := assemble(t.Context(), s, lambda.Caps(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(gw.handler)
+	defer srv.Close()
+	submitted := time.Now()
+	req, _ := http.NewRequest("POST", srv.URL+"/jobs", strings.NewReader("payload"))
+	req.Header.Set("S7PAsyncMode", "true")
+	req.Header.Set("X-UserProfile", "u1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 202 {
+		t.Fatalf("submit: %d; want 202", resp.StatusCode)
+	}
+	m := receiveOne(t, gw.async.Queue)
+	type quarantiner interface {
+		Quarantine(context.Context, async.Message) error
+	}
+	if err := gw.async.Queue.(quarantiner).Quarantine(t.Context(), m); err != nil {
+		t.Fatal(err)
+	}
+	// Past the expiry, as the record states it.
+	ls := listDL(t)
+	if len(ls) != 1 || ls[0].Expiry.Sub(submitted) < ttl {
+		t.Fatalf("list = %+v; want one, expiring %v after its submission", ls, ttl)
+	}
+	time.Sleep(time.Until(ls[0].Expiry) + time.Millisecond)
+	ls = listDL(t)
+	if len(ls) != 1 || ls[0].CanFinish || ls[0].Redrive != "expired" {
+		t.Fatalf("list = %+v; want one that cannot finish: expired", ls)
+	}
+	out, code := runDL(t, "redrive")
+	if code != 0 || !strings.Contains(out, ": not sent: expired at") || !strings.Contains(out, "0 sent, 0 acknowledged, 1 left") {
+		t.Errorf("redrive: exit %d, %q; want reported, not sent", code, out)
+	}
+	if ls := listDL(t); len(ls) != 1 {
+		t.Errorf("after redrive: %d dead letters; want the expired one left", len(ls))
+	}
+	if ms, err := gw.async.Queue.Receive(t.Context(), 10, time.Second); err != nil || len(ms) != 0 {
+		t.Errorf("continuation queue: %d messages, %v; want none sent", len(ms), err)
 	}
 }
