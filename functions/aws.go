@@ -45,15 +45,10 @@ func openAWS(ctx context.Context, s *core.Settings) (*awsParts, error) {
 		}
 		return nil, &core.SettingError{Name: "AsyncQueue", Value: s.AsyncQueue, Want: want}
 	}
-	sdk, err := config.LoadDefaultConfig(ctx)
+	cfg, err := awsConfig(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("load the AWS SDK configuration (AWS_* variables, shared config files): %w", err)
+		return nil, err
 	}
-	if sdk.Region == "" {
-		return nil, &core.SettingError{Name: "AWS_REGION", Value: "",
-			Want: "want the AWS region of the bucket and queue when AsyncStore is s3:// (Lambda sets it; elsewhere set AWS_REGION)"}
-	}
-	cfg := aws.Config{AWS: sdk}
 	store, err := aws.NewStore(cfg, s.AsyncStore)
 	if err != nil {
 		return nil, &core.SettingError{Name: "AsyncStore", Value: s.AsyncStore, Want: err.Error()}
@@ -62,7 +57,7 @@ func openAWS(ctx context.Context, s *core.Settings) (*awsParts, error) {
 	if err != nil {
 		return nil, &core.SettingError{Name: "AsyncQueue", Value: s.AsyncQueue, Want: err.Error()}
 	}
-	arns, err := aws.ParseTopicARNs(s.NotificationTopicArns, sdk.Region)
+	arns, err := aws.ParseTopicARNs(s.NotificationTopicArns, cfg.AWS.Region)
 	if err != nil {
 		return nil, &core.SettingError{Name: "NotificationTopicArns", Value: s.NotificationTopicArns, Want: err.Error()}
 	}
@@ -72,4 +67,18 @@ func openAWS(ctx context.Context, s *core.Settings) (*awsParts, error) {
 	notifier := aws.NewNotifier(cfg, arns)
 	notifier.NoCreate = os.Getenv("AWS_LAMBDA_RUNTIME_API") != ""
 	return &awsParts{store: store, queue: queue, notifier: notifier}, nil
+}
+
+// awsConfig loads the AWS SDK's default configuration, which must name a
+// region.
+func awsConfig(ctx context.Context) (aws.Config, error) {
+	sdk, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return aws.Config{}, fmt.Errorf("load the AWS SDK configuration (AWS_* variables, shared config files): %w", err)
+	}
+	if sdk.Region == "" {
+		return aws.Config{}, &core.SettingError{Name: "AWS_REGION", Value: "",
+			Want: "want the AWS region of the bucket and queue when AsyncStore is s3:// (Lambda sets it; elsewhere set AWS_REGION)"}
+	}
+	return aws.Config{AWS: sdk}, nil
 }

@@ -7,6 +7,8 @@
 //	functions --demo     run it locally in front of three built-in backends
 //	functions explain    print the budget timeline of a request
 //	functions check URL  probe a deployed gateway, report pass/fail
+//	functions deadletters list | show <id> | redrive [--dry-run] [<id>…]
+//	                     look at and send back the continuations set aside
 package main
 
 import (
@@ -41,6 +43,11 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if len(os.Args) > 1 && os.Args[1] == "deadletters" {
+		code := runDeadLetters(ctx, os.Args[2:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -53,10 +60,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		case "--demo", "-demo":
 			demo = true
 		case "-h", "--help", "help":
-			fmt.Fprintln(stdout, "usage: functions [--demo] | functions explain [flags] | functions check [flags] <URL>")
+			fmt.Fprintln(stdout, "usage: functions [--demo] | functions explain [flags] | functions check [flags] <URL> | functions deadletters list|show|redrive")
 			return 0
 		default:
-			fmt.Fprintf(stderr, "functions: unknown argument %q; want --demo, explain, check or nothing\n", a)
+			fmt.Fprintf(stderr, "functions: unknown argument %q; want --demo, explain, check, deadletters or nothing\n", a)
 			return 2
 		}
 	}

@@ -33,8 +33,12 @@
 //     their semantics once as a conformance suite every implementation
 //     runs. Continuations (continuations.go) bounds the work one instance
 //     keeps going, on every host.
+//   - Redriver (deadletters.go), beside the façade, is the dead-letter
+//     command's: it reads the records through the Store and sends back
+//     what its DeadLetters port holds, by one rule (Decide: finished is
+//     acknowledged, expired is reported, the rest is sent).
 //
 // Nothing outside this package needs its internals: hosts use the façade,
 // the ports and the exported values (State, StatusView, Accepted, Claim,
-// WithCaller).
+// WithCaller); the dead-letter command uses Redriver.
 package async

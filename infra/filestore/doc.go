@@ -12,13 +12,15 @@
 // Rules of use: one Store per directory at a time. Locks and the queue's
 // index live in the process, so two processes (or two Stores in one
 // process) sharing a directory may lose conditional writes and deliver a
-// message twice at once.
+// message twice at once. The one exception is OpenBeside, for the
+// dead-letter command: it only reads records, adds new message files (which
+// a running gateway's Receive adopts) and reads or deletes quarantine/.
 //
 // Layout of the directory:
 //
 //	signing.key          HMAC key of the signed blob URLs (32 bytes, 0600)
 //	objects/<key>        records and blobs: a short header, then the bytes
 //	queue/<id>.msg       queued messages: a short header, then the body
-//	quarantine/          queue files that could not be decoded at Open
+//	quarantine/          dead letters: queue files set aside whole (undecodable)
 //	topics/<topic>.jsonl lifecycle notifications, one JSON document a line
 package filestore

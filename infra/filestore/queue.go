@@ -48,6 +48,9 @@ var errQuarantined = errors.New("queue message file quarantined")
 // are removed, and message files that cannot be decoded or are not regular
 // files are moved to quarantine/ and reported by the next Receive.
 func (s *Store) loadQueue() error {
+	if fi, err := os.Stat(s.queueDir); err == nil {
+		s.queueMod = fi.ModTime()
+	}
 	entries, err := os.ReadDir(s.queueDir)
 	if err != nil {
 		return fmt.Errorf("load queue: %w", err)
@@ -154,7 +157,8 @@ func (s *Store) Enqueue(ctx context.Context, body []byte, delay time.Duration) e
 // hides each for visibility (0: visible again at once). Each delivery gets
 // a fresh Receipt and counts in DequeueCount; the change is on disk before
 // Receive returns. It returns an empty slice when none wait. The index is
-// in memory, so polling an idle queue costs no disk access.
+// in memory, so polling an idle queue costs one stat of queue/ (see
+// adopt: files another process added are read then).
 //
 // A message file that cannot be read as a message (see errQuarantined) is
 // moved to quarantine/ at once and left out: Receive then returns the
@@ -175,6 +179,7 @@ func (s *Store) Receive(ctx context.Context, limit int, visibility time.Duration
 	if visibility < 0 {
 		return nil, fmt.Errorf("receive: visibility %s: want zero or more", visibility)
 	}
+	s.adopt()
 	now := time.Now()
 	type delivery struct{ prev, next messageHeader }
 	var taken []delivery
@@ -237,6 +242,52 @@ func (s *Store) Receive(ctx context.Context, limit int, visibility time.Duration
 		return nil, firstErr
 	}
 	return out, nil
+}
+
+// adopt adds to the index the message files another process wrote into
+// queue/ since it was last read (the dead-letter command's redrive), when
+// queue/'s modification time says it changed: one stat per Receive
+// otherwise. Files it cannot read are left for Open to set aside.
+func (s *Store) adopt() {
+	fi, err := os.Stat(s.queueDir)
+	if err != nil {
+		return
+	}
+	s.qmu.Lock()
+	same := fi.ModTime().Equal(s.queueMod)
+	s.queueMod = fi.ModTime()
+	s.qmu.Unlock()
+	if same {
+		return
+	}
+	entries, err := os.ReadDir(s.queueDir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), msgSuffix)
+		if !ok || !validID(id) || e.IsDir() {
+			continue
+		}
+		s.qmu.Lock()
+		_, known := s.msgs[id]
+		s.qmu.Unlock()
+		if known {
+			continue
+		}
+		h, err := readMessageHeader(s.msgPath(id))
+		if err != nil || h.ID != id {
+			continue
+		}
+		s.qmu.Lock()
+		if _, known := s.msgs[id]; !known {
+			// A file completed meanwhile is dropped by Receive when its
+			// body is found missing.
+			s.msgs[id] = &h
+			s.lastEnqueued = max(s.lastEnqueued, h.EnqueuedAt)
+		}
+		s.qmu.Unlock()
+	}
 }
 
 // takeQuarantined returns, once, the reports of the files loadQueue set

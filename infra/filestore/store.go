@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"fngateway/core/async"
 )
@@ -56,6 +57,10 @@ type Store struct {
 	qmu          sync.Mutex
 	msgs         map[string]*messageHeader
 	lastEnqueued int64
+	// queueMod is queue/'s modification time when it was last read
+	// whole: Receive reads it again when it changes, to adopt message
+	// files another process (the dead-letter command) wrote there.
+	queueMod time.Time
 	// quarantined reports the files loadQueue set aside, until a Receive
 	// returns them.
 	quarantined []error
@@ -75,6 +80,26 @@ type Store struct {
 // Open loads the queue's index; queue files that cannot be decoded are
 // moved to dir/quarantine/ and left out (the first Receive reports them).
 func Open(dir string) (*Store, error) {
+	s, err := newStore(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range []string{s.objects, s.queueDir, s.topicsDir, s.quarantine} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("open file store: %w", err)
+		}
+	}
+	if s.signingKey, err = loadKey(s.root); err != nil {
+		return nil, fmt.Errorf("open file store: %w", err)
+	}
+	if err := s.loadQueue(); err != nil {
+		return nil, fmt.Errorf("open file store: %w", err)
+	}
+	return s, nil
+}
+
+// newStore returns the Store for dir without touching the disk.
+func newStore(dir string) (*Store, error) {
 	if dir == "" {
 		return nil, errors.New("open file store: empty directory name")
 	}
@@ -89,17 +114,6 @@ func Open(dir string) (*Store, error) {
 		topicsDir:  filepath.Join(root, "topics"),
 		quarantine: filepath.Join(root, "quarantine"),
 		msgs:       make(map[string]*messageHeader),
-	}
-	for _, d := range []string{s.objects, s.queueDir, s.topicsDir, s.quarantine} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, fmt.Errorf("open file store: %w", err)
-		}
-	}
-	if s.signingKey, err = loadKey(root); err != nil {
-		return nil, fmt.Errorf("open file store: %w", err)
-	}
-	if err := s.loadQueue(); err != nil {
-		return nil, fmt.Errorf("open file store: %w", err)
 	}
 	return s, nil
 }

@@ -1,0 +1,532 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"fngateway/adapters/lambda"
+	"fngateway/core/async"
+	"fngateway/infra/azure"
+	"fngateway/internal/emulators"
+)
+
+// TestParseDeadLetters: the command lines the command takes, and a clear
+// error naming what is wrong in the others.
+func TestParseDeadLetters(t *testing.T) {
+	const id = "0123456789abcdef0123456789abcdef"
+	const uuid = "a7098237-D1ED-4cd9-846e-47754ad74026"
+	tests := []struct {
+		args    []string
+		want    dlCommand
+		wantErr string
+	}{
+		{[]string{"list"}, dlCommand{Verb: "list"}, ""},
+		{[]string{"list", "--json"}, dlCommand{Verb: "list", JSON: true}, ""},
+		{[]string{"show", id}, dlCommand{Verb: "show", IDs: []string{id}}, ""},
+		{[]string{"show", uuid}, dlCommand{Verb: "show", IDs: []string{uuid}}, ""},
+		{[]string{"show", id + ".msg"}, dlCommand{Verb: "show", IDs: []string{id + ".msg"}}, ""},
+		{[]string{"redrive"}, dlCommand{Verb: "redrive", IDs: []string{}}, ""},
+		{[]string{"redrive", "--dry-run", id, uuid}, dlCommand{Verb: "redrive", DryRun: true, IDs: []string{id, uuid}}, ""},
+		{[]string{"redrive", "--dlq", "https://sqs.eu-west-1.amazonaws.com/123456789012/gw-continuations-dlq"},
+			dlCommand{Verb: "redrive", IDs: []string{}, DLQ: "https://sqs.eu-west-1.amazonaws.com/123456789012/gw-continuations-dlq"}, ""},
+		{[]string{"--help"}, dlCommand{Verb: "help"}, ""},
+		{nil, dlCommand{}, "want a subcommand"},
+		{[]string{"purge"}, dlCommand{}, `unknown subcommand "purge"`},
+		{[]string{"list", id}, dlCommand{}, "list takes no id"},
+		{[]string{"show"}, dlCommand{}, "want exactly one id, got 0"},
+		{[]string{"show", id, id}, dlCommand{}, "want exactly one id, got 2"},
+		{[]string{"show", "xyz"}, dlCommand{}, `id "xyz"`},
+		{[]string{"show", strings.ToUpper(id)}, dlCommand{}, `id "` + strings.ToUpper(id) + `"`},
+		{[]string{"redrive", id, "--dry-run"}, dlCommand{}, `"--dry-run": flags go before the ids`},
+		{[]string{"redrive", "--force"}, dlCommand{}, "-force"},
+		{[]string{"list", "--dry-run"}, dlCommand{}, "-dry-run"},
+		{[]string{"redrive", "--dlq", "sqs://nope"}, dlCommand{}, `--dlq "sqs://nope"`},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			got, err := parseDeadLetters(tt.args)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("parseDeadLetters(%q) = %v; want an error containing %q", tt.args, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("parseDeadLetters(%q): %v", tt.args, err)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("parseDeadLetters(%q) = %+v; want %+v", tt.args, got, tt.want)
+			}
+		})
+	}
+	var out, errb bytes.Buffer
+	if code := deadLettersCmd(context.Background(), []string{"show", "nope"}, func(string) (string, bool) { return "", false }, time.Now(), &out, &errb); code != 2 || !strings.Contains(errb.String(), `id "nope"`) {
+		t.Errorf("bad id: exit %d, stderr %q; want 2 naming it", code, errb.String())
+	}
+	errb.Reset()
+	env := func(k string) (string, bool) { return map[string]string{"AsyncStore": "ftp://x"}[k], k == "AsyncStore" }
+	if code := deadLettersCmd(context.Background(), []string{"list"}, env, time.Now(), &out, &errb); code != 2 || !strings.Contains(errb.String(), "AsyncStore") {
+		t.Errorf("bad AsyncStore: exit %d, stderr %q; want 2 naming it", code, errb.String())
+	}
+}
+
+// FuzzParseDeadLetters: any command line parses or fails with an error,
+// never a panic; what parses names a known verb and only ids that can name
+// a dead letter, and parses again to the same command.
+func FuzzParseDeadLetters(f *testing.F) {
+	f.Add("redrive\x00--dry-run\x000123456789abcdef0123456789abcdef")
+	f.Add("show\x00a7098237-d1ed-4cd9-846e-47754ad74026")
+	f.Add("list\x00--json")
+	f.Add("redrive\x00--dlq\x00https://sqs.us-east-1.amazonaws.com/1/q")
+	f.Fuzz(func(t *testing.T, line string) {
+		args := strings.Split(line, "\x00")
+		c, err := parseDeadLetters(args)
+		if err != nil || c.Verb == "help" {
+			return
+		}
+		if c.Verb != "list" && c.Verb != "show" && c.Verb != "redrive" {
+			t.Fatalf("verb %q parsed", c.Verb)
+		}
+		for _, id := range c.IDs {
+			if !validLetterID(id) {
+				t.Fatalf("id %q parsed", id)
+			}
+		}
+		again := []string{c.Verb}
+		if c.JSON {
+			again = append(again, "--json")
+		}
+		if c.DryRun {
+			again = append(again, "--dry-run")
+		}
+		if c.DLQ != "" {
+			again = append(again, "--dlq", c.DLQ)
+		}
+		again = append(again, c.IDs...)
+		c2, err := parseDeadLetters(again)
+		if err != nil || fmt.Sprint(c2) != fmt.Sprint(c) {
+			t.Fatalf("reparse of %q = %+v, %v; want %+v", again, c2, err, c)
+		}
+	})
+}
+
+// dlBackend answers 200 "done"; while hold is set each call waits for it
+// to be closed. It counts calls.
+type dlBackend struct {
+	*httptest.Server
+	calls atomic.Int32
+	mu    sync.Mutex
+	hold  chan struct{}
+	// called receives each call's number.
+	called chan int32
+}
+
+func newDLBackend(tb testing.TB) *dlBackend {
+	b := &dlBackend{called: make(chan int32, 16)}
+	b.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := b.calls.Add(1)
+		b.called <- n
+		b.mu.Lock()
+		hold := b.hold
+		b.mu.Unlock()
+		if hold != nil {
+			select {
+			case <-hold:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		w.Write([]byte("done"))
+	}))
+	tb.Cleanup(b.Server.Close)
+	return b
+}
+
+func (b *dlBackend) setHold(c chan struct{}) {
+	b.mu.Lock()
+	b.hold = c
+	b.mu.Unlock()
+}
+
+// dlStore is one store under test: how its dead letters come about.
+type dlStore struct {
+	name string
+	// setup sets the environment for the store and returns deadLetter,
+	// which moves the one message on the continuation queue to the dead
+	// letters as the platform would, and the continuation queue.
+	setup func(t *testing.T) (deadLetter func(t *testing.T, q async.Queue), queueOf func(gw *gateway) async.Queue)
+}
+
+// dlLetter is a listed letter, as --json prints it.
+type dlLetter struct {
+	ID         string `json:"id"`
+	Profile    string `json:"profile"`
+	State      string `json:"state"`
+	Deliveries int    `json:"deliveries"`
+	CanFinish  bool   `json:"canFinish"`
+	Redrive    string `json:"redrive"`
+	AgeSeconds float64
+	Expiry     time.Time         `json:"expiry"`
+	Attempts   []json.RawMessage `json:"attempts"`
+}
+
+func runDL(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	code := runDeadLetters(ctx, args, &out, &errb)
+	if errb.Len() > 0 {
+		t.Logf("deadletters %s: stderr %s", strings.Join(args, " "), errb.String())
+	}
+	return out.String(), code
+}
+
+func listDL(t *testing.T) []dlLetter {
+	t.Helper()
+	out, code := runDL(t, "list", "--json")
+	var ls []dlLetter
+	if code != 0 || json.Unmarshal([]byte(out), &ls) != nil {
+		t.Fatalf("list --json: exit %d, %q", code, out)
+	}
+	return ls
+}
+
+// TestDeadLettersCommand runs the command against each store: a request
+// whose continuation was dead-lettered is listed (id, profile, age,
+// deliveries, can finish), shown, left alone by a dry run, and redriven
+// while a normal delivery of it runs: the backend runs it once, one result.
+// Dead-lettered again once finished, it is acknowledged: removed, not sent.
+func TestDeadLettersCommand(t *testing.T) {
+	for _, st := range []dlStore{
+		{"file", func(t *testing.T) (func(*testing.T, async.Queue), func(*gateway) async.Queue) {
+			setEnv(t, "AsyncStore", "file:"+t.TempDir())
+			setEnv(t, "AsyncQueue", "")
+			return func(t *testing.T, q async.Queue) {
+					m := receiveOne(t, q)
+					type quarantiner interface {
+						Quarantine(context.Context, async.Message) error
+					}
+					if err := q.(quarantiner).Quarantine(t.Context(), m); err != nil {
+						t.Fatal(err)
+					}
+				}, func(gw *gateway) async.Queue {
+					return gw.async.Queue
+				}
+		}},
+		{"sqs", func(t *testing.T) (func(*testing.T, async.Queue), func(*gateway) async.Queue) {
+			v := emulators.StartVersitygw(t)
+			f := emulators.StartFauxqs(t)
+			for k, val := range map[string]string{
+				"AWS_ENDPOINT_URL_S3": v.Endpoint(), "AWS_ENDPOINT_URL_SQS": f.Endpoint(), "AWS_REGION": emulators.VersitygwRegion,
+				"AWS_ACCESS_KEY_ID": emulators.VersitygwAccessKey, "AWS_SECRET_ACCESS_KEY": emulators.VersitygwSecretKey,
+				"AWS_SESSION_TOKEN": "", "AWS_PROFILE": "", "AWS_CONFIG_FILE": filepath.Join(t.TempDir(), "none"),
+				"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(t.TempDir(), "none"), "AWS_EC2_METADATA_DISABLED": "true",
+				"AsyncStore": "s3://dl-test/async", "AsyncQueue": f.QueueURL("dl-continuations"),
+			} {
+				setEnv(t, k, val)
+			}
+			// The module's queues: a RedrivePolicy moves a message received
+			// more than once (max_receive_count) to the dead-letter queue.
+			cfg, err := awsConfig(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := sqs.NewFromConfig(cfg.AWS, func(o *sqs.Options) { o.BaseEndpoint = sdkaws.String(f.Endpoint()) })
+			dlq, err := c.CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: sdkaws.String("dl-continuations-dlq")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			attrs, err := c.GetQueueAttributes(t.Context(), &sqs.GetQueueAttributesInput{QueueUrl: dlq.QueueUrl,
+				AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			policy := fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":1}`, attrs.Attributes["QueueArn"])
+			if _, err := c.CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: sdkaws.String("dl-continuations"),
+				Attributes: map[string]string{"RedrivePolicy": policy}}); err != nil {
+				t.Fatal(err)
+			}
+			return func(t *testing.T, q async.Queue) {
+					m := receiveOne(t, q)
+					if _, err := q.(async.VisibilityExtender).Extend(t.Context(), m, 0); err != nil {
+						t.Fatal(err)
+					}
+					if ms, err := q.Receive(t.Context(), 10, time.Minute); err != nil || len(ms) != 0 {
+						t.Fatalf("receive past maxReceiveCount = %d, %v; want none: moved to the dead-letter queue", len(ms), err)
+					}
+				}, func(gw *gateway) async.Queue {
+					return gw.async.Queue
+				}
+		}},
+		{"azure", func(t *testing.T) (func(*testing.T, async.Queue), func(*gateway) async.Queue) {
+			az := emulators.StartAzurite(t)
+			setEnv(t, "AsyncStore", "azure")
+			setEnv(t, "AsyncQueue", "dl-continuations")
+			setEnv(t, "AzureWebJobsStorage", az.ConnectionString())
+			acct, err := azure.NewAccount(azure.Config{ConnectionString: az.ConnectionString()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			poison, err := acct.Queue("dl-continuations-poison")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return func(t *testing.T, q async.Queue) {
+					// The Functions host's move past maxDequeueCount: the
+					// message's text onto <queue>-poison.
+					m := receiveOne(t, q)
+					if err := poison.Enqueue(t.Context(), m.Body, 0); err != nil {
+						t.Fatal(err)
+					}
+					if err := q.Complete(t.Context(), m); err != nil {
+						t.Fatal(err)
+					}
+				}, func(gw *gateway) async.Queue {
+					return gw.async.Queue
+				}
+		}},
+	} {
+		t.Run(st.name, func(t *testing.T) {
+			be := newDLBackend(t)
+			for k, v := range map[string]string{
+				"Hosts": be.URL, "AsyncModeEnabled": "true", "AsyncTriggerTimeout": "200",
+				"UserProfiles": `[{"userId":"u1","async-config":{"enabled":true,"containername":"u1-results"}}]`,
+			} {
+				setEnv(t, k, v)
+			}
+			deadLetter, queueOf := st.setup(t)
+			testDeadLetters(t, be, deadLetter, queueOf)
+		})
+	}
+}
+
+// setEnv sets a setting under its name and in upper case (loadSettings
+// mirrors it there), both restored when the test ends.
+func setEnv(t *testing.T, k, v string) {
+	t.Setenv(k, v)
+	if up := strings.ToUpper(k); up != k {
+		t.Setenv(up, v)
+	}
+}
+
+func receiveOne(t *testing.T, q async.Queue) async.Message {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		ms, err := q.Receive(t.Context(), 1, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ms) == 1 {
+			return ms[0]
+		}
+	}
+	t.Fatal("no message on the continuation queue")
+	return async.Message{}
+}
+
+func testDeadLetters(t *testing.T, be *dlBackend, deadLetter func(*testing.T, async.Queue), queueOf func(*gateway) async.Queue) {
+	ctx := t.Context()
+	s, _, err := loadSettings(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.DiscardHandler)
+	// The Lambda host's behaviour: the in-line attempt is dropped at the
+	// hand-off, and the continuation queued at once.
+	gw, err := assemble(ctx, s, lambda.Caps(), logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(gw.handler)
+	defer srv.Close()
+	q := queueOf(gw)
+
+	if out, code := runDL(t, "list"); code != 0 || !strings.Contains(out, "no dead letters") {
+		t.Fatalf("list of none: exit %d, %q", code, out)
+	}
+
+	hold := make(chan struct{})
+	var release sync.Once
+	releaseHold := func() { release.Do(func() { close(hold) }) }
+	// A failing test must not leave the backend's handler waiting: its
+	// server's Close would wait for it.
+	t.Cleanup(releaseHold)
+	be.setHold(hold)
+	req, _ := http.NewRequest("POST", srv.URL+"/jobs", strings.NewReader("payload"))
+	req.Header.Set("S7PAsyncMode", "true")
+	req.Header.Set("X-UserProfile", "u1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var acc struct{ ID string }
+	json.NewDecoder(resp.Body).Decode(&acc)
+	resp.Body.Close()
+	if resp.StatusCode != 202 || acc.ID == "" {
+		t.Fatalf("submit: %d %+v; want 202", resp.StatusCode, acc)
+	}
+	<-be.called // the in-line attempt, dropped at the hand-off
+	deadLetter(t, q)
+
+	ls := listDL(t)
+	if len(ls) != 1 || ls[0].ID != acc.ID || ls[0].Profile != "u1" || !ls[0].CanFinish || ls[0].Redrive != "send" || ls[0].AgeSeconds <= 0 {
+		t.Fatalf("list = %+v; want %s of u1, can finish, to send", ls, acc.ID)
+	}
+	out, code := runDL(t, "list")
+	for _, want := range []string{"ID", "PROFILE", "AGE", "DELIVERIES", "ATTEMPTS", "CAN FINISH", "LAST ERROR", acc.ID, "yes, expires in", "1 dead letters"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("list: exit %d, output lacks %q:\n%s", code, want, out)
+		}
+	}
+	out, code = runDL(t, "show", acc.ID)
+	for _, want := range []string{"id:", acc.ID, "profile:", "u1", "can finish:", `{"v":1,"id":"` + acc.ID + `"}`} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("show: exit %d, output lacks %q:\n%s", code, want, out)
+		}
+	}
+	if out, code := runDL(t, "show", strings.Repeat("0", 32)); code != 1 {
+		t.Errorf("show of an unknown id: exit %d, %q; want 1", code, out)
+	}
+	out, code = runDL(t, "redrive", "--dry-run")
+	if code != 0 || !strings.Contains(out, "would be sent back") || len(listDL(t)) != 1 {
+		t.Errorf("redrive --dry-run: exit %d, %q; want it to say what it would do and change nothing", code, out)
+	}
+
+	// A normal delivery of the request runs (a copy of its message the
+	// queue still had) while the redrive sends it back.
+	normal := make(chan error, 1)
+	go func() { normal <- gw.async.Process(context.WithoutCancel(ctx), []byte(`{"v":1,"id":"`+acc.ID+`"}`)) }()
+	<-be.called
+	out, code = runDL(t, "redrive", acc.ID)
+	if code != 0 || !strings.Contains(out, acc.ID+": sent back") || !strings.Contains(out, "1 sent, 0 acknowledged, 0 left") {
+		t.Fatalf("redrive: exit %d, %q; want it sent back", code, out)
+	}
+	if ls := listDL(t); len(ls) != 0 {
+		t.Errorf("after redrive: %+v; want no dead letters", ls)
+	}
+	// The redriven continuation is delivered while the first still runs:
+	// it finds the live claim and leaves it.
+	redriven := receiveOne(t, q)
+	if err := gw.async.Process(ctx, redriven.Body); err != nil {
+		t.Fatal(err)
+	}
+	q.Complete(ctx, redriven)
+	releaseHold()
+	if err := <-normal; err != nil {
+		t.Fatalf("normal delivery: %v", err)
+	}
+	// Every later delivery of it is acknowledged without a call.
+	if err := gw.async.Process(ctx, redriven.Body); err != nil {
+		t.Fatal(err)
+	}
+	if got := be.calls.Load(); got != 2 {
+		t.Errorf("backend calls = %d; want 2: the in-line attempt dropped at the hand-off, and one run", got)
+	}
+	v, err := gw.async.Status(ctx, acc.ID)
+	if err != nil || v.State != async.StateSucceeded || v.ResultStatus != 200 {
+		t.Fatalf("status = %+v, %v; want succeeded 200", v, err)
+	}
+
+	// Dead-lettered again once finished: acknowledged, never sent.
+	if err := q.Enqueue(ctx, redriven.Body, 0); err != nil {
+		t.Fatal(err)
+	}
+	deadLetter(t, q)
+	out, code = runDL(t, "redrive")
+	if code != 0 || !strings.Contains(out, acc.ID+": acknowledged, not sent: already finished (succeeded)") {
+		t.Errorf("redrive of a finished request: exit %d, %q; want acknowledged", code, out)
+	}
+	if ls := listDL(t); len(ls) != 0 {
+		t.Errorf("after acknowledging: %+v; want no dead letters", ls)
+	}
+	if ms, err := q.Receive(ctx, 10, time.Second); err != nil || len(ms) != 0 {
+		t.Errorf("continuation queue after acknowledging: %d messages, %v; want none sent", len(ms), err)
+	}
+	if got := be.calls.Load(); got != 2 {
+		t.Errorf("backend calls = %d; want still 2", got)
+	}
+}
+
+// TestDeadLettersExpired: a dead-lettered request past its expiry
+// (AsyncTTLSecs after arrival) is reported by redrive, not sent, and left
+// in the dead letters.
+func TestDeadLettersExpired(t *testing.T) {
+	be := newDLBackend(t)
+	hold := make(chan struct{})
+	t.Cleanup(func() { close(hold) })
+	be.setHold(hold)
+	const ttl = time.Second
+	for k, v := range map[string]string{
+		"Hosts": be.URL, "AsyncModeEnabled": "true", "AsyncTriggerTimeout": "200", "AsyncTTLSecs": "1",
+		"UserProfiles": `[{"userId":"u1","async-config":{"enabled":true,"containername":"u1-results"}}]`,
+		"AsyncStore":   "file:" + t.TempDir(), "AsyncQueue": "",
+	} {
+		setEnv(t, k, v)
+	}
+	s, _, err := loadSettings(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := assemble(t.Context(), s, lambda.Caps(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(gw.handler)
+	defer srv.Close()
+	submitted := time.Now()
+	req, _ := http.NewRequest("POST", srv.URL+"/jobs", strings.NewReader("payload"))
+	req.Header.Set("S7PAsyncMode", "true")
+	req.Header.Set("X-UserProfile", "u1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 202 {
+		t.Fatalf("submit: %d; want 202", resp.StatusCode)
+	}
+	m := receiveOne(t, gw.async.Queue)
+	type quarantiner interface {
+		Quarantine(context.Context, async.Message) error
+	}
+	if err := gw.async.Queue.(quarantiner).Quarantine(t.Context(), m); err != nil {
+		t.Fatal(err)
+	}
+	// Past the expiry, as the record states it.
+	ls := listDL(t)
+	if len(ls) != 1 || ls[0].Expiry.Sub(submitted) < ttl {
+		t.Fatalf("list = %+v; want one, expiring %v after its submission", ls, ttl)
+	}
+	time.Sleep(time.Until(ls[0].Expiry) + time.Millisecond)
+	ls = listDL(t)
+	if len(ls) != 1 || ls[0].CanFinish || ls[0].Redrive != "expired" {
+		t.Fatalf("list = %+v; want one that cannot finish: expired", ls)
+	}
+	out, code := runDL(t, "redrive")
+	if code != 0 || !strings.Contains(out, ": not sent: expired at") || !strings.Contains(out, "0 sent, 0 acknowledged, 1 left") {
+		t.Errorf("redrive: exit %d, %q; want reported, not sent", code, out)
+	}
+	if ls := listDL(t); len(ls) != 1 {
+		t.Errorf("after redrive: %d dead letters; want the expired one left", len(ls))
+	}
+	if ms, err := gw.async.Queue.Receive(t.Context(), 10, time.Second); err != nil || len(ms) != 0 {
+		t.Errorf("continuation queue: %d messages, %v; want none sent", len(ms), err)
+	}
+}
