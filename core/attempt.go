@@ -26,6 +26,9 @@ type Attempt struct {
 	DurationMs int64   `json:"durationMs"`
 	// Cause is the deadline that ended a timed-out attempt.
 	Cause Cause `json:"-"`
+	// Hedge marks an attempt started beside a still-running one when its
+	// per-try Timeout fired (hedge_on_per_try_timeout; Stats.Hedges).
+	Hedge bool `json:"-"`
 }
 
 // Reason says why a request ended without a response to pass through.

@@ -47,6 +47,7 @@ type hedgeSlot struct {
 	ar       *attemptResult // once done
 	done     bool
 	retrying bool // holds a RetryBudget slot
+	hedge    bool // started beside a running attempt (Attempt.Hedge)
 }
 
 type hedgeDone struct {
@@ -83,7 +84,7 @@ func (f *Forwarder) forwardHedged(ctx, streamCtx context.Context, streamCancel c
 	}
 	perTry := time.NewTimer(req.Budget.Timeout)
 	defer perTry.Stop()
-	h.start(false)
+	h.start(false, false)
 	var wait *time.Timer
 	var waitC <-chan time.Time
 	defer func() {
@@ -150,7 +151,7 @@ func (f *Forwarder) forwardHedged(ctx, streamCtx context.Context, streamCancel c
 		case <-waitC:
 			waitC = nil
 			latestDone = false
-			h.start(waitHeld)
+			h.start(waitHeld, false)
 			perTry.Reset(req.Budget.Timeout)
 		case <-perTry.C:
 			if latestDone {
@@ -169,7 +170,7 @@ func (f *Forwarder) forwardHedged(ctx, streamCtx context.Context, streamCancel c
 						f.Stats.Retries.Add(1)
 						f.Stats.Hedges.Add(1)
 					}
-					h.start(held)
+					h.start(held, true)
 					perTry.Reset(req.Budget.Timeout)
 					continue
 				}
@@ -184,12 +185,13 @@ func (f *Forwarder) forwardHedged(ctx, streamCtx context.Context, streamCancel c
 	}
 }
 
-// start starts the next attempt; retry says it holds a RetryBudget slot.
-func (h *hedgeRun) start(retry bool) {
+// start starts the next attempt; retry says it holds a RetryBudget slot,
+// hedge that it runs beside a running attempt.
+func (h *hedgeRun) start(retry, hedge bool) {
 	now := time.Now()
 	i := len(h.slots)
 	actx, cancel := context.WithCancelCause(h.streamCtx)
-	s := &hedgeSlot{host: h.hosts[i%len(h.hosts)], start: now, cancel: cancel, retrying: retry}
+	s := &hedgeSlot{host: h.hosts[i%len(h.hosts)], start: now, cancel: cancel, retrying: retry, hedge: hedge}
 	h.slots = append(h.slots, s)
 	h.running++
 	go func() {
@@ -245,10 +247,12 @@ func (h *hedgeRun) records(upTo int) []Attempt {
 	out := make([]Attempt, 0, len(slots))
 	for _, s := range slots {
 		if s.done {
-			out = append(out, s.ar.record)
+			a := s.ar.record
+			a.Hedge = s.hedge
+			out = append(out, a)
 			continue
 		}
-		a := Attempt{Host: s.host.Host, Outcome: OutcomeCancelled, DurationMs: durationMs(now.Sub(s.start))}
+		a := Attempt{Host: s.host.Host, Outcome: OutcomeCancelled, DurationMs: durationMs(now.Sub(s.start)), Hedge: s.hedge}
 		if now.Sub(s.start) >= h.req.Budget.Timeout {
 			a.Outcome, a.Cause = OutcomeTimeout, CauseTimeout
 		}

@@ -107,7 +107,7 @@ func newAsync(s *core.Settings, p *asyncParts, fwd *core.Forwarder, stats *core.
 		OnError: func(ctx context.Context, id string, err error) {
 			logger.WarnContext(ctx, "async", slog.String("id", id), slog.String("err", err.Error()))
 		},
-		OnEnd: httpapi.LogAsyncEnd(logger),
+		OnEnd: httpapi.LogAsyncEnd(logger, s.EmfNamespace),
 	}
 }
 

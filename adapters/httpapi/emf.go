@@ -30,6 +30,7 @@ var emfMetrics = []emfMetric{
 	{"durationMs", "Milliseconds"},
 	{"attempts", "Count"},
 	{"retries", "Count"},
+	{"hedges", "Count"},
 	{"attempt_timeout_ttl", "Count"},
 	{"attempt_timeout_per_try", "Count"},
 	{"attempt_timeout_function_limit", "Count"},
@@ -65,8 +66,11 @@ type emfDirective struct {
 // The route, when it has a prefix, is a dimension; every line also counts
 // in the namespace's dimensionless series.
 func (h *Handler) logEMF(ctx context.Context, hd slog.Handler, now time.Time, level slog.Level, msg string, attrs []slog.Attr, lg *requestLog) {
-	var ttl, perTry, limit int64
+	var ttl, perTry, limit, hedges int64
 	for _, a := range lg.timeline {
+		if a.Hedge {
+			hedges++
+		}
 		switch a.Cause {
 		case core.CauseTTL:
 			ttl++
@@ -92,6 +96,7 @@ func (h *Handler) logEMF(ctx context.Context, hd slog.Handler, now time.Time, le
 	rec.AddAttrs(attrs...)
 	rec.AddAttrs(
 		slog.Int64("retries", int64(max(lg.attempts-1, 0))),
+		slog.Int64("hedges", hedges),
 		slog.Int64("attempt_timeout_ttl", ttl),
 		slog.Int64("attempt_timeout_per_try", perTry),
 		slog.Int64("attempt_timeout_function_limit", limit),
@@ -114,4 +119,30 @@ func one(b bool) int64 {
 		return 1
 	}
 	return 0
+}
+
+// emfAsyncEndMetrics are the metrics of the async end line (LogAsyncEnd):
+// its attempts, and 1 for the state it ended in (0 for the others).
+var emfAsyncEndMetrics = []emfMetric{
+	{"attempts", "Count"},
+	{"async_succeeded", "Count"},
+	{"async_failed", "Count"},
+	{"async_canceled", "Count"},
+	{"async_expired", "Count"},
+}
+
+// emfAsyncEndDirective is the _aws object of the async end line in
+// namespace ns: the dimensionless series only, as the ending does not know
+// its request's route.
+func emfAsyncEndDirective(ns core.EmfNamespace, now time.Time) json.RawMessage {
+	d := emfDirective{Timestamp: now.UnixMilli()}
+	d.CloudWatchMetrics = make([]struct {
+		Namespace  string      `json:"Namespace"`
+		Dimensions [][]string  `json:"Dimensions"`
+		Metrics    []emfMetric `json:"Metrics"`
+	}, 1)
+	m := &d.CloudWatchMetrics[0]
+	m.Namespace, m.Metrics, m.Dimensions = string(ns), emfAsyncEndMetrics, [][]string{{}}
+	raw, _ := json.Marshal(d)
+	return raw
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"fngateway/core"
 	"fngateway/core/async"
 )
 
@@ -75,19 +76,33 @@ func (h *Handler) logOwn(r *http.Request, w *ownWriter, start time.Time) {
 // is: "async request ended" with the request's id (async, as the request
 // line names it), its final state, status, code and attempts, and
 // durationMs from its arrival to its committed result. Info level; Warn
-// for an ending that is not a success.
-func LogAsyncEnd(logger *slog.Logger) func(ctx context.Context, e async.End) {
+// for an ending that is not a success. With an EMF namespace (setting
+// EmfNamespace) the line is in CloudWatch Embedded Metric Format too: its
+// attempts, and async_succeeded, async_failed, async_canceled and
+// async_expired, 1 for its state and 0 for the others, in the namespace's
+// dimensionless series.
+func LogAsyncEnd(logger *slog.Logger, ns core.EmfNamespace) func(ctx context.Context, e async.End) {
 	return func(ctx context.Context, e async.End) {
 		level := slog.LevelInfo
 		if e.State != async.StateSucceeded {
 			level = slog.LevelWarn
 		}
-		logger.LogAttrs(ctx, level, "async request ended",
+		attrs := []slog.Attr{
 			slog.String("async", e.ID),
 			slog.String("state", string(e.State)),
 			slog.Int("status", e.Status),
 			slog.String("code", e.Code),
 			slog.Int("attempts", e.Attempts),
-			slog.Int64("durationMs", e.Completed.Sub(e.Arrival).Milliseconds()))
+			slog.Int64("durationMs", e.Completed.Sub(e.Arrival).Milliseconds()),
+		}
+		if ns != "" {
+			attrs = append(attrs,
+				slog.Int64("async_succeeded", one(e.State == async.StateSucceeded)),
+				slog.Int64("async_failed", one(e.State == async.StateFailed)),
+				slog.Int64("async_canceled", one(e.State == async.StateCanceled)),
+				slog.Int64("async_expired", one(e.State == async.StateExpired)),
+				slog.Any("_aws", emfAsyncEndDirective(ns, time.Now())))
+		}
+		logger.LogAttrs(ctx, level, "async request ended", attrs...)
 	}
 }
