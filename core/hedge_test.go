@@ -210,6 +210,15 @@ func TestForwardHedged(t *testing.T) {
 				if got := stats.Hedges.Load(); got != tt.wantHedges {
 					t.Errorf("stats hedges = %d; want %d", got, tt.wantHedges)
 				}
+				var marked int64
+				for _, a := range attempts {
+					if a.Hedge {
+						marked++
+					}
+				}
+				if marked != tt.wantHedges {
+					t.Errorf("attempts marked Hedge = %d; want %d (the hedges)", marked, tt.wantHedges)
+				}
 				if tt.wantBodies != "" {
 					if got := strings.Join(log.bodies, "|"); got != tt.wantBodies {
 						t.Errorf("backends got %s; want %s", got, tt.wantBodies)

@@ -39,6 +39,12 @@ type Stats struct {
 	// AsyncNotificationsDropped counts lifecycle notifications dropped
 	// because the background sender's queue was full.
 	AsyncNotificationsDropped atomic.Int64
+	// Async requests ended, by final state, in the process that
+	// committed their result.
+	AsyncSucceeded atomic.Int64
+	AsyncFailed    atomic.Int64
+	AsyncCanceled  atomic.Int64
+	AsyncExpired   atomic.Int64
 
 	// Upstream policy (CONTRACT §4).
 	Hedges               atomic.Int64 // attempts started beside one whose Timeout fired
@@ -180,6 +186,10 @@ func (s *Stats) Snapshot() map[string]int64 {
 		"async_accepted":                 s.AsyncAccepted.Load(),
 		"async_unavailable":              s.AsyncUnavailable.Load(),
 		"async_notifications_dropped":    s.AsyncNotificationsDropped.Load(),
+		"async_succeeded":                s.AsyncSucceeded.Load(),
+		"async_failed":                   s.AsyncFailed.Load(),
+		"async_canceled":                 s.AsyncCanceled.Load(),
+		"async_expired":                  s.AsyncExpired.Load(),
 		"hedges":                         s.Hedges.Load(),
 		"retry_budget_exhausted":         s.RetryBudgetExhausted.Load(),
 		"ejections":                      s.Ejections.Load(),

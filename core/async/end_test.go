@@ -45,6 +45,9 @@ func TestOnEnd(t *testing.T) {
 			e.drain(t) // a redelivery changes nothing
 			want := End{ID: acc.ID, State: StateFailed, Status: 500, Attempts: 1}
 			checkEnds(t, got.list(), want)
+			if st := e.a.Stats.Snapshot(); st["async_failed"] != 1 || st["async_succeeded"]+st["async_canceled"]+st["async_expired"] != 0 {
+				t.Errorf("stats = %v; want async_failed 1, the other endings 0", st)
+			}
 		})
 	})
 	t.Run("queued, cancelled: the DELETE ends it", func(t *testing.T) {
@@ -58,6 +61,9 @@ func TestOnEnd(t *testing.T) {
 			}
 			e.drain(t)
 			checkEnds(t, got.list(), End{ID: acc.ID, State: StateCanceled, Status: 409, Code: "Canceled"})
+			if st := e.a.Stats.Snapshot(); st["async_canceled"] != 1 || st["async_succeeded"]+st["async_failed"]+st["async_expired"] != 0 {
+				t.Errorf("stats = %v; want async_canceled 1, the other endings 0", st)
+			}
 		})
 	})
 	t.Run("running, cancelled: the attempt is cancelled", func(t *testing.T) {

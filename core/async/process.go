@@ -444,12 +444,30 @@ func (a *Async) finalize(ctx context.Context, id string, status int, gatewayCode
 	if err != nil {
 		return fmt.Errorf("continuation %s: mark done: %w", id, err)
 	}
+	a.countEnd(state)
 	if a.OnEnd != nil {
 		end.Completed = time.Now()
 		a.OnEnd(ctx, end)
 	}
 	a.notify(ctx, topic, id, state.notification())
 	return nil
+}
+
+// countEnd counts an async request's ending in Stats, by its final state.
+func (a *Async) countEnd(state State) {
+	if a.Stats == nil {
+		return
+	}
+	switch state {
+	case StateSucceeded:
+		a.Stats.AsyncSucceeded.Add(1)
+	case StateFailed:
+		a.Stats.AsyncFailed.Add(1)
+	case StateCanceled:
+		a.Stats.AsyncCanceled.Add(1)
+	case StateExpired:
+		a.Stats.AsyncExpired.Add(1)
+	}
 }
 
 // handOn releases the claim, keeping the attempts so far. A checkpoint (the
