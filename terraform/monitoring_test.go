@@ -29,6 +29,11 @@ const monitoringDescription = "monitoring/panels.json"
 // (local.gateway_lines; TestMonitoringGenerated).
 const gatewayLines = `AppTraces | where Message contains_cs '"msg":"request' | extend j = parse_json(substring(Message, indexof(Message, '{')))`
 
+// asyncEndLines is the KQL for the gateway's async end lines ("async
+// request ended", CONTRACT §7), each parsed as j: the {async_ends} of the
+// description's queries.
+const asyncEndLines = `AppTraces | where Message contains_cs '"msg":"async request ended"' | extend j = parse_json(substring(Message, indexof(Message, '{')))`
+
 type monitoring struct {
 	About  string  `json:"about"`
 	Panels []panel `json:"panels"`
@@ -150,7 +155,7 @@ func workbookData(m monitoring) ([]byte, error) {
 		if p.Azure.Query == "" {
 			return nil, fmt.Errorf("panel %q: no azure query", p.Title)
 		}
-		q := strings.ReplaceAll(p.Azure.Query, "{gateway}", gatewayLines)
+		q := strings.NewReplacer("{gateway}", gatewayLines, "{async_ends}", asyncEndLines).Replace(p.Azure.Query)
 		items = append(items, map[string]any{
 			"type": 3, "name": fmt.Sprintf("panel-%d", i+1), "customWidth": "50",
 			"content": map[string]any{

@@ -31,8 +31,9 @@ type emitted struct {
 	emfMetrics    map[string]bool // the _aws directive's metric names
 	emfDims       map[string]bool // the keys of its dimension sets
 	otlp          map[string]emulators.Metric
-	lineKeys      map[string]bool // the plain per-request line's fields (no EmfNamespace, as on Azure)
+	lineKeys      map[string]bool // the plain per-request and async end lines' fields (no EmfNamespace, as on Azure)
 	rawLines      []string        // the plain per-request lines, as written
+	endLines      []string        // the plain async end lines, as written
 	otherLines    []string        // the plain gateway's other lines
 }
 
@@ -40,7 +41,8 @@ const testEMFNamespace = "Gateway/Names"
 
 // runForNames runs two gateways, one with EmfNamespace and OpenTelemetry as
 // the AWS module configures it, one plain as on Azure, sends each a request
-// on a route the TTL ends and one on no route, and collects what they emit.
+// on a route the TTL ends and one on no route, and an async request the TTL
+// ends, and collects what they emit.
 func runForNames(t *testing.T) emitted {
 	t.Helper()
 	j := emulators.StartCollector(t)
@@ -49,9 +51,14 @@ func runForNames(t *testing.T) emitted {
 	env := otelEnv(j)
 	env["OTEL_METRIC_EXPORT_INTERVAL"] = "100"
 	env["EmfNamespace"] = testEMFNamespace
-	env["Hosts"], env["Routes"] = backend.URL, routes
+	for k, v := range asyncEnv(backend.URL, t.TempDir()) {
+		env[k] = v
+	}
+	env["Routes"] = routes
 	emf := StartGateway(t, env)
-	plain := StartGateway(t, map[string]string{"Hosts": backend.URL, "Routes": routes})
+	plainEnv := asyncEnv(backend.URL, t.TempDir())
+	plainEnv["Routes"] = routes
+	plain := StartGateway(t, plainEnv)
 	for _, gw := range []*Gateway{emf, plain} {
 		for _, path := range []string{"/api/x", "/y"} {
 			resp, body, _ := Do(t, "GET", gw.URL+path, map[string]string{"S7PTTL": "0.2"}, "")
@@ -63,11 +70,21 @@ func runForNames(t *testing.T) emitted {
 	isRequest := func(m map[string]any) bool { return m["msg"] == "request" && m["path"] == "/y" }
 	emf.WaitLog(t, 10*time.Second, isRequest)
 	plain.WaitLog(t, 10*time.Second, isRequest)
+	// An async request the TTL ends: its end line (in whichever state).
+	isEnd := func(m map[string]any) bool { return m["msg"] == "async request ended" }
+	for _, gw := range []*Gateway{emf, plain} {
+		submitAsync(t, gw.URL, "/api/x", map[string]string{"S7PTTL": "0.2"})
+		gw.WaitLog(t, 30*time.Second, isEnd)
+	}
 
 	e := emitted{emfNamespaces: map[string]bool{}, emfMetrics: map[string]bool{}, emfDims: map[string]bool{}, lineKeys: map[string]bool{}}
+	ends := 0
 	for _, m := range emf.Logs() {
-		if m["msg"] != "request" {
+		if m["msg"] != "request" && m["msg"] != "async request ended" {
 			continue
+		}
+		if m["msg"] != "request" {
+			ends++
 		}
 		raw, _ := json.Marshal(m["_aws"])
 		var aws struct {
@@ -78,7 +95,7 @@ func runForNames(t *testing.T) emitted {
 			}
 		}
 		if err := json.Unmarshal(raw, &aws); err != nil || len(aws.CloudWatchMetrics) == 0 {
-			t.Fatalf("request line without an EMF directive: %v", m)
+			t.Fatalf("%s line without an EMF directive: %v", m["msg"], m)
 		}
 		for _, cw := range aws.CloudWatchMetrics {
 			e.emfNamespaces[cw.Namespace] = true
@@ -94,16 +111,20 @@ func runForNames(t *testing.T) emitted {
 	}
 	for _, line := range plain.logs.Lines() {
 		var m map[string]any
-		if json.Unmarshal([]byte(line), &m) != nil || m["msg"] != "request" {
+		if json.Unmarshal([]byte(line), &m) != nil || (m["msg"] != "request" && m["msg"] != "async request ended") {
 			e.otherLines = append(e.otherLines, line)
 			continue
 		}
-		e.rawLines = append(e.rawLines, line)
+		if m["msg"] == "request" {
+			e.rawLines = append(e.rawLines, line)
+		} else {
+			e.endLines = append(e.endLines, line)
+		}
 		for k := range m {
 			e.lineKeys[k] = true
 		}
 	}
-	if len(e.emfMetrics) == 0 || !e.emfDims["route"] || len(e.rawLines) == 0 {
+	if len(e.emfMetrics) == 0 || !e.emfDims["route"] || len(e.rawLines) == 0 || ends == 0 || len(e.endLines) == 0 {
 		t.Fatalf("the gateways emitted no EMF metrics, no route dimension or no plain lines: %+v", e)
 	}
 
@@ -322,15 +343,23 @@ func TestMonitoringNamesEmitted(t *testing.T) {
 	if len(az.filters) == 0 {
 		t.Errorf("the Azure module selects the request lines with no filter this test knows (%s)", lineRef)
 	}
+	// A filter selects either every per-request line or every async end
+	// line, and no other line.
 	for filter, where := range az.filters {
-		for _, line := range e.rawLines {
+		lines, others := e.rawLines, append(append([]string(nil), e.otherLines...), e.endLines...)
+		kind := "per-request"
+		if len(e.endLines) > 0 && strings.Contains(e.endLines[0], filter) {
+			lines, others = e.endLines, append(append([]string(nil), e.otherLines...), e.rawLines...)
+			kind = "async end"
+		}
+		for _, line := range lines {
 			if !strings.Contains(line, filter) {
-				t.Errorf("%v: per-request line %s lacks the text the queries select it by, %s", where, line, filter)
+				t.Errorf("%v: %s line %s lacks the text the queries select it by, %s", where, kind, line, filter)
 			}
 		}
-		for _, line := range e.otherLines {
+		for _, line := range others {
 			if strings.Contains(line, filter) {
-				t.Errorf("%v: the queries select %s by %s, which is no request line", where, line, filter)
+				t.Errorf("%v: the queries select %s by %s, which is no %s line", where, line, filter, kind)
 			}
 		}
 	}
