@@ -13,7 +13,7 @@ import (
 )
 
 // TestLogAsyncEndEMF: with an EMF namespace the async end line carries its
-// attempts and one of async_succeeded, async_failed, async_canceled and
+// attempts (as async_attempts, apart from the request lines' attempts) and one of async_succeeded, async_failed, async_canceled and
 // async_expired as 1 (the others 0) in the namespace's dimensionless
 // series; without one it has no _aws directive.
 func TestLogAsyncEndEMF(t *testing.T) {
@@ -35,8 +35,8 @@ func TestLogAsyncEndEMF(t *testing.T) {
 		if len(dims) != 1 || len(dims[0]) != 0 {
 			t.Errorf("%s: dimensions = %v; want the dimensionless set only", state, dims)
 		}
-		if values["attempts"] != 3 {
-			t.Errorf("%s: attempts = %v; want 3", state, values["attempts"])
+		if _, ok := values["attempts"]; ok || values["async_attempts"] != 3 {
+			t.Errorf("%s: metrics %v; want async_attempts 3 and no attempts metric", state, values)
 		}
 		for _, other := range states {
 			want := 0.0

@@ -122,9 +122,11 @@ func one(b bool) int64 {
 }
 
 // emfAsyncEndMetrics are the metrics of the async end line (LogAsyncEnd):
-// its attempts, and 1 for the state it ended in (0 for the others).
+// its attempts as async_attempts (not attempts, which the request lines
+// already count: the inline attempts of an async request would count twice),
+// and 1 for the state it ended in (0 for the others).
 var emfAsyncEndMetrics = []emfMetric{
-	{"attempts", "Count"},
+	{"async_attempts", "Count"},
 	{"async_succeeded", "Count"},
 	{"async_failed", "Count"},
 	{"async_canceled", "Count"},

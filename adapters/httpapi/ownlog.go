@@ -78,7 +78,7 @@ func (h *Handler) logOwn(r *http.Request, w *ownWriter, start time.Time) {
 // durationMs from its arrival to its committed result. Info level; Warn
 // for an ending that is not a success. With an EMF namespace (setting
 // EmfNamespace) the line is in CloudWatch Embedded Metric Format too: its
-// attempts, and async_succeeded, async_failed, async_canceled and
+// attempts again as async_attempts, and async_succeeded, async_failed, async_canceled and
 // async_expired, 1 for its state and 0 for the others, in the namespace's
 // dimensionless series.
 func LogAsyncEnd(logger *slog.Logger, ns core.EmfNamespace) func(ctx context.Context, e async.End) {
@@ -97,6 +97,7 @@ func LogAsyncEnd(logger *slog.Logger, ns core.EmfNamespace) func(ctx context.Con
 		}
 		if ns != "" {
 			attrs = append(attrs,
+				slog.Int("async_attempts", e.Attempts),
 				slog.Int64("async_succeeded", one(e.State == async.StateSucceeded)),
 				slog.Int64("async_failed", one(e.State == async.StateFailed)),
 				slog.Int64("async_canceled", one(e.State == async.StateCanceled)),
