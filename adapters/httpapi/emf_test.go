@@ -111,7 +111,7 @@ func TestEMFLine(t *testing.T) {
 	if ns != "Gateway/Test" {
 		t.Errorf("namespace = %q", ns)
 	}
-	for name, want := range map[string]float64{"attempts": 2, "retries": 1, "attempt_timeout_per_try": 1,
+	for name, want := range map[string]float64{"attempts": 2, "retries": 1, "hedges": 0, "attempt_timeout_per_try": 1,
 		"attempt_timeout_ttl": 0, "attempt_timeout_function_limit": 0, "requests": 1, "end_ttl_expired": 0,
 		"end_attempt_timeout": 0, "end_function_limit": 0, "async_accepted": 0, "async_unavailable": 0} {
 		if got, ok := v[name]; !ok || got != want {
@@ -123,6 +123,35 @@ func TestEMFLine(t *testing.T) {
 	}
 	if len(dims) != 2 || len(dims[0]) != 0 || len(dims[1]) != 1 || dims[1][0] != "/api" {
 		t.Errorf("dimension values = %q; want [] and [/api]", dims)
+	}
+}
+
+// TestEMFLineHedges: on a route that hedges, the line's hedges is the
+// number of its attempts started beside one whose Timeout fired.
+func TestEMFLineHedges(t *testing.T) {
+	s := testSettings(t, "http://a.test,http://b.test")
+	s.EmfNamespace = "Gateway/Test"
+	if err := s.Routes.Decode(`[{"prefix":"/api","hedgeOnPerTryTimeout":true}]`); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	stats := &core.Stats{}
+	h := &Handler{Settings: s, Stats: stats, Forwarder: &core.Forwarder{Transport: &firstHangsRT{}, Stats: stats},
+		Logger: slog.New(NewJSONLogHandler(&buf))}
+	h.Init()
+	r := httptest.NewRequest("GET", "http://gw.test/api/x", nil)
+	r.Header.Set("S7PTimeout", "30")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if w.Code != 200 {
+		t.Fatalf("status = %d; want 200 from the hedge", w.Code)
+	}
+	_, v, _ := cloudWatchMetrics(t, bytes.TrimSpace(buf.Bytes()))
+	if v["hedges"] != 1 || v["attempts"] != 2 {
+		t.Errorf("hedges = %v, attempts = %v; want 1 of 2", v["hedges"], v["attempts"])
+	}
+	if got := stats.Hedges.Load(); got != 1 {
+		t.Errorf("stats hedges = %d; want 1, as the line says", got)
 	}
 }
 
