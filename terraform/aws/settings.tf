@@ -34,6 +34,7 @@ locals {
     MaxContinuationsPerProfile = var.max_continuations_per_profile == null ? null : tostring(var.max_continuations_per_profile)
     IdempotencyScopeHeaders    = join(",", var.idempotency_scope_headers)
     TrustedProxies             = length(var.trusted_proxies) == 0 ? null : join(",", var.trusted_proxies)
+    GatewayEndpointLogLevel    = var.gateway_endpoint_log_level
   }
 
   # The gateway's defaults, as it writes them (core.Settings' tags).
@@ -57,6 +58,7 @@ locals {
 
     AsyncInlineResultBytes  = "1048576"
     IdempotencyScopeHeaders = "Authorization"
+    GatewayEndpointLogLevel = "info"
   }
 
   app_settings = merge(

@@ -555,6 +555,18 @@ variable "idempotency_scope_headers" {
   }
 }
 
+variable "gateway_endpoint_log_level" {
+  description = "GatewayEndpointLogLevel: the level of the log line of each request to the gateway's own endpoints (status and operation URIs, stats, result reads): debug, info, warn or error. The gateway writes info and above, so debug silences them (a busy poller otherwise fills the log)."
+  type        = string
+  default     = "info"
+  nullable    = false
+
+  validation {
+    condition     = contains(["debug", "info", "warn", "error"], var.gateway_endpoint_log_level)
+    error_message = "The gateway_endpoint_log_level value must be debug, info, warn or error."
+  }
+}
+
 variable "trusted_proxies" {
   description = "TrustedProxies: CIDRs of proxies in front of the platform's own front end (API Management, a CDN) whose X-Forwarded-*, Forwarded and X-Request-Start headers are believed; the platform's front end is trusted without it."
   type        = list(string)
