@@ -112,7 +112,7 @@ func TestLambdaAsyncS3SQS(t *testing.T) {
 	v := emulators.StartVersitygw(t)
 	fq := emulators.StartFauxqs(t)
 	be := newAsyncBackend(t, 700*time.Millisecond)
-	env := s3sqsEnv(be.URL, v, fq)
+	env := lambdaS3SQSEnv(t, be.URL, v, fq)
 	env["AWS_LAMBDA_FUNCTION_TIMEOUT"] = "10"
 	queueURL := env["AsyncQueue"]
 	f := startFunction(t, binary, env)
@@ -299,7 +299,7 @@ func TestLambdaAsyncS3SQS(t *testing.T) {
 	// timeout, never "Task timed out".
 	t.Run("function limit hands off", func(t *testing.T) {
 		hang, cancelled := silentBackend(t)
-		env := s3sqsEnv(hang.URL, v, fq)
+		env := lambdaS3SQSEnv(t, hang.URL, v, fq)
 		env["AWS_LAMBDA_FUNCTION_TIMEOUT"] = "3"
 		delete(env, "AsyncTriggerTimeout") // the default 10 s: the limit comes first
 		f := startFunction(t, binary, env)
@@ -364,7 +364,7 @@ func TestLambdaAsyncS3SQS(t *testing.T) {
 	t.Run("store hangs at the function limit", func(t *testing.T) {
 		hang, _ := silentBackend(t)
 		hole := blackHole(t)
-		env := s3sqsEnv(hang.URL, v, fq)
+		env := lambdaS3SQSEnv(t, hang.URL, v, fq)
 		env["AWS_LAMBDA_FUNCTION_TIMEOUT"] = "3"
 		env["AWS_ENDPOINT_URL_S3"] = "http://" + hole
 		delete(env, "AsyncTriggerTimeout")

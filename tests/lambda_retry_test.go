@@ -44,7 +44,7 @@ func TestLambdaContinuationRetry(t *testing.T) {
 	v := emulators.StartVersitygw(t)
 	fq := emulators.StartFauxqs(t)
 	be := newAsyncBackend(t, 700*time.Millisecond)
-	env := s3sqsEnv(be.URL, v, fq)
+	env := lambdaS3SQSEnv(t, be.URL, v, fq)
 	env["AWS_LAMBDA_FUNCTION_TIMEOUT"] = "50"
 	queueURL := env["AsyncQueue"]
 	f := startFunction(t, binary, env)

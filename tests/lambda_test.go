@@ -350,8 +350,15 @@ func TestLambdaResponseStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The emulator hands on the part sent and drops the runtime's error
-	// trailer; the gateway's own log line says why the stream broke.
-	if !strings.Contains(f.rie.Log(), `"msg":"request stream cut"`) || !strings.Contains(f.rie.Log(), `"deadline":"function-limit"`) {
+	// trailer; the gateway's own log line says why the stream broke. The
+	// emulator copies the function's output on its own time: wait for it.
+	cutLogged := func() bool {
+		return strings.Contains(f.rie.Log(), `"msg":"request stream cut"`) && strings.Contains(f.rie.Log(), `"deadline":"function-limit"`)
+	}
+	for wait := time.Now().Add(loadMargin); !cutLogged() && time.Now().Before(wait); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !cutLogged() {
 		t.Errorf("no log line for the cut stream:\n%s", f.rie.Log())
 	}
 	if took >= 3*time.Second {

@@ -55,6 +55,17 @@ func s3sqsEnv(hosts string, v *emulators.Versitygw, f *emulators.Fauxqs) map[str
 	}
 }
 
+// lambdaS3SQSEnv is s3sqsEnv for the Lambda host: there, as the AWS module
+// deploys it, the profile's topic exists before the function starts and its
+// ARN is in NotificationTopicArns (the function creates no topic).
+func lambdaS3SQSEnv(tb testing.TB, hosts string, v *emulators.Versitygw, f *emulators.Fauxqs) map[string]string {
+	tb.Helper()
+	env := s3sqsEnv(hosts, v, f)
+	arn, _ := notificationTopic(tb, f, s3sqsTopic)
+	env["NotificationTopicArns"] = arn
+	return env
+}
+
 // TestAsyncS3SQS runs the async flow of the local host through S3 and
 // SQS servers: 202, status, 303 to a presigned URL with the exact body, the
 // header blob, a continuation delivered twice, lifecycle notifications
