@@ -80,18 +80,11 @@ func (h *Handler) logEMF(ctx context.Context, hd slog.Handler, now time.Time, le
 			limit++
 		}
 	}
-	d := emfDirective{Timestamp: now.UnixMilli()}
-	d.CloudWatchMetrics = make([]struct {
-		Namespace  string      `json:"Namespace"`
-		Dimensions [][]string  `json:"Dimensions"`
-		Metrics    []emfMetric `json:"Metrics"`
-	}, 1)
-	m := &d.CloudWatchMetrics[0]
-	m.Namespace, m.Metrics, m.Dimensions = string(h.Settings.EmfNamespace), emfMetrics, [][]string{{}}
+	dims := [][]string{{}}
 	if lg.route != "" {
-		m.Dimensions = append(m.Dimensions, []string{"route"})
+		dims = append(dims, []string{"route"})
 	}
-	raw, _ := json.Marshal(d)
+	raw := emfDirectiveJSON(h.Settings.EmfNamespace, now, emfMetrics, dims)
 	rec := slog.NewRecord(now, level, msg, 0)
 	rec.AddAttrs(attrs...)
 	rec.AddAttrs(
@@ -137,6 +130,12 @@ var emfAsyncEndMetrics = []emfMetric{
 // namespace ns: the dimensionless series only, as the ending does not know
 // its request's route.
 func emfAsyncEndDirective(ns core.EmfNamespace, now time.Time) json.RawMessage {
+	return emfDirectiveJSON(ns, now, emfAsyncEndMetrics, [][]string{{}})
+}
+
+// emfDirectiveJSON is the _aws object of one line: metrics in namespace
+// ns under the dimension sets dims, at now.
+func emfDirectiveJSON(ns core.EmfNamespace, now time.Time, metrics []emfMetric, dims [][]string) json.RawMessage {
 	d := emfDirective{Timestamp: now.UnixMilli()}
 	d.CloudWatchMetrics = make([]struct {
 		Namespace  string      `json:"Namespace"`
@@ -144,7 +143,7 @@ func emfAsyncEndDirective(ns core.EmfNamespace, now time.Time) json.RawMessage {
 		Metrics    []emfMetric `json:"Metrics"`
 	}, 1)
 	m := &d.CloudWatchMetrics[0]
-	m.Namespace, m.Metrics, m.Dimensions = string(ns), emfAsyncEndMetrics, [][]string{{}}
+	m.Namespace, m.Metrics, m.Dimensions = string(ns), metrics, dims
 	raw, _ := json.Marshal(d)
 	return raw
 }
