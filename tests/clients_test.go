@@ -180,7 +180,20 @@ func checkOutcome(tb testing.TB, end string, monitor bool, o clientOutcome) {
 // clientGateway starts a local gateway and its backend for the clients.
 func clientGateway(tb testing.TB) (*Gateway, *apiBackend) {
 	be := newAPIBackend(tb, 800*time.Millisecond)
-	return StartGateway(tb, asyncEnv(be.URL, tb.TempDir())), be
+	gw := StartGateway(tb, asyncEnv(be.URL, tb.TempDir()))
+	// A client's unexpected outcome is read with the gateway's own account
+	// of it: its error and async log lines.
+	tb.Cleanup(func() {
+		if !tb.Failed() {
+			return
+		}
+		for _, m := range gw.Logs() {
+			if m["level"] != "INFO" {
+				tb.Logf("gateway log: %v", m)
+			}
+		}
+	})
+	return gw, be
 }
 
 // TestClientJavaScript: @azure/core-lro's createHttpPoller over an
