@@ -156,6 +156,7 @@ func decodeOperation(tb testing.TB, resp *http.Response, body []byte, want int) 
 // AsyncInlineResultBytes is 303 to its data URL; the 202 names an operation
 // URI whose document says Succeeded only for a 2xx result.
 func TestAsyncStatusAnswersResult(t *testing.T) {
+	t.Parallel()
 	be := newAPIBackend(t, 800*time.Millisecond)
 	gw := StartGateway(t, apiEnv(be.URL, t.TempDir()))
 	tests := []struct {
@@ -252,6 +253,7 @@ func TestAsyncStatusAnswersResult(t *testing.T) {
 // from the status URI, Canceled from the monitor, exactly one result; a
 // second DELETE changes nothing.
 func TestAsyncCancel(t *testing.T) {
+	t.Parallel()
 	be := newAPIBackend(t, 800*time.Millisecond)
 	dir := t.TempDir()
 	gw := StartGateway(t, apiEnv(be.URL, dir))

@@ -70,6 +70,7 @@ func waitFor(tb testing.TB, within time.Duration, what string, cond func() bool)
 // bounded by MaxContinuations (default 16): the other attempts are
 // cancelled and their continuations wait on the queue.
 func TestAsyncBoundedWorkAfterAnswer(t *testing.T) {
+	t.Parallel()
 	be := newHangingBackend(t, forever)
 	gw := StartGateway(t, asyncEnv(be.URL, t.TempDir()))
 	const n, maxContinuations = 300, 16
@@ -129,6 +130,7 @@ func TestAsyncBoundedWorkAfterAnswer(t *testing.T) {
 // restarted, a request finishes within 30 s at the default lease and
 // visibility settings.
 func TestAsyncResumesWithinLease(t *testing.T) {
+	t.Parallel()
 	be := newHangingBackend(t, func(int64) time.Duration { return 2 * time.Second })
 	dir := t.TempDir()
 	env := asyncEnv(be.URL, dir)
@@ -197,6 +199,7 @@ func storedRecord(tb testing.TB, dir, id string) (state string, claimed bool, ne
 // released and its message visible at once, so that the next process
 // resumes it without waiting for a lease.
 func TestAsyncSIGTERMDrains(t *testing.T) {
+	t.Parallel()
 	t.Run("finishes within the grace", func(t *testing.T) {
 		be := newHangingBackend(t, func(int64) time.Duration { return 2 * time.Second })
 		dir := t.TempDir()

@@ -47,6 +47,7 @@ func pollFinished(tb testing.TB, statusURI string, within time.Duration) (*http.
 // verified identity. Before, the second caller got the first caller's id,
 // and with it the first caller's result, with no backend call.
 func TestAsyncIdempotencyCallers(t *testing.T) {
+	t.Parallel()
 	be := newSlowBackend(t, 500*time.Millisecond)
 	gw := StartGateway(t, asyncEnv(be.URL, t.TempDir()))
 	const key = "key-shared-by-two-callers"
@@ -85,6 +86,7 @@ func TestAsyncIdempotencyCallers(t *testing.T) {
 // as its backend answers. Before, the first profile held every slot and
 // the second's request waited behind them for up to AsyncTimeout.
 func TestAsyncFairnessBetweenProfiles(t *testing.T) {
+	t.Parallel()
 	const trigger, answer = 300 * time.Millisecond, 600 * time.Millisecond
 	var hanging atomic.Int64
 	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -210,6 +212,7 @@ func queueFiles(tb testing.TB, dir string) map[string]bool {
 // the damaged file, put back first each time, was retried about ten times
 // a second and the request behind it never ran.
 func TestAsyncCorruptQueueFileWhileRunning(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []string{"random bytes", "emptied", "symlink"} {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
@@ -269,6 +272,7 @@ func TestAsyncCorruptQueueFileWhileRunning(t *testing.T) {
 // it once, and a symlink is never followed. Before, the store's own
 // "malformed record" error was unknown to core: 503 forever.
 func TestAsyncCorruptRecordWhileRunning(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []string{"random bytes", "emptied", "symlink"} {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()

@@ -63,6 +63,7 @@ func (fd *frontDoor) route(tb testing.TB, gw *Gateway) {
 // URL presigned with the revoked key is refused meanwhile. A changed
 // signature, or one used for the other blob, is 403.
 func TestAsyncResultURIOutlivesKey(t *testing.T) {
+	t.Parallel()
 	v := emulators.StartVersitygw(t)
 	f := emulators.StartFauxqs(t)
 	be := newSlowBackend(t, 1500*time.Millisecond)

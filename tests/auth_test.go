@@ -53,6 +53,7 @@ func noSecretsLogged(tb testing.TB, gw *Gateway, requests int, secrets ...string
 // Authorization does not reach the backend; and a gateway holding a wrong
 // secret is refused by versitygw itself.
 func TestSigV4ToVersitygw(t *testing.T) {
+	t.Parallel()
 	v := emulators.StartVersitygw(t)
 	env := func(secret string) map[string]string {
 		return map[string]string{
@@ -100,6 +101,7 @@ func TestSigV4ToVersitygw(t *testing.T) {
 // server issuing tokens Azurite accepts: one token serves every request.
 // Without a token the request is 502 BackendAuthFailed and nothing is sent.
 func TestEntraToAzurite(t *testing.T) {
+	t.Parallel()
 	az := emulators.StartAzuriteOAuth(t)
 	cred := az.TokenCredential("0b7b2a2e-1c9c-4d59-9c4b-6a0f2d1e3f40")
 	var fetches atomic.Int64

@@ -260,6 +260,7 @@ func startLocalhostProxy(tb testing.TB) *localhostProxy {
 // its user-delegation SAS). Before the storage rule of CONTRACT §1 the
 // handler refused to start ("not both").
 func TestAzureFunctionsModuleSettings(t *testing.T) {
+	t.Parallel()
 	az := emulators.StartAzuriteOAuth(t)
 	const principal = "5d3c2b1a-0f9e-4d8c-b7a6-958473625140"
 	mi := startIdentityEndpoint(t, az, principal)
@@ -466,6 +467,7 @@ var tokenOptions = policy.TokenRequestOptions{Scopes: []string{"https://storage.
 // that does carry a credential beside the identity-based settings stops
 // the start-up with one line naming both.
 func TestAzureFunctionsStorageCredentialBesideIdentity(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command(binary)
 	cmd.Env = append(baseEnv(),
 		"Hosts=http://127.0.0.1:1", "FUNCTIONS_APP_ROOT_PATH="+appRoot(t), "FUNCTIONS_CUSTOMHANDLER_PORT="+freePort(t),
@@ -494,6 +496,7 @@ func TestAzureFunctionsStorageCredentialBesideIdentity(t *testing.T) {
 // the instance's memory, stops the start-up with one line naming the
 // setting, its value and the limit.
 func TestAzureFunctionsInstanceMemory(t *testing.T) {
+	t.Parallel()
 	env := moduleAzureSettings(t, nil, map[string]string{"Hosts": "http://127.0.0.1:9"})
 	mb, err := strconv.ParseInt(env["InstanceMemoryMB"], 10, 64)
 	if err != nil || mb <= 0 {

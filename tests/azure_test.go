@@ -32,6 +32,7 @@ func azureEnv(hosts, conn string) map[string]string {
 // (Azurite): 202, status, 303 to a SAS URL, the blobs, a continuation
 // message delivered twice, and a hand-off while the storage is down.
 func TestAsyncAzurite(t *testing.T) {
+	t.Parallel()
 	az := emulators.StartAzurite(t)
 	be := newSlowBackend(t, 1500*time.Millisecond)
 	gw := StartGateway(t, azureEnv(be.URL, az.ConnectionString()))

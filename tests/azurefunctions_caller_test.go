@@ -31,6 +31,7 @@ func principalHeaders(id string) map[string]string {
 // with WEBSITE_AUTH_ENABLED=True, when App Service Authentication set them.
 // Before, all of them went on, whatever the platform said.
 func TestAzureFunctionsCallerCredentials(t *testing.T) {
+	t.Parallel()
 	for _, authEnabled := range []bool{false, true} {
 		name := "authentication off"
 		if authEnabled {
@@ -102,6 +103,7 @@ func TestAzureFunctionsCallerCredentials(t *testing.T) {
 // Authorization is 404. Before, the principal headers were believed
 // without authentication, and anyone could cancel.
 func TestAzureFunctionsCallerScope(t *testing.T) {
+	t.Parallel()
 	az := emulators.StartAzurite(t)
 	createQueues(t, az.ConnectionString(), "u1-status") // asyncProfile's topic, as Terraform creates it
 	for _, authEnabled := range []bool{true, false} {

@@ -139,6 +139,7 @@ func DeliverContinuation(tb testing.TB, g *Gateway, text string, asObject bool, 
 // reaches a backend; with async off a continuation fails (non-2xx), so the
 // queue keeps the message.
 func TestAzureFunctionsForwarding(t *testing.T) {
+	t.Parallel()
 	var calls atomic.Int64
 	seen := make(chan *http.Request, 10)
 	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -248,6 +249,7 @@ func (b *hangFirstBackend) waitCancelled(tb testing.TB, within time.Duration) ti
 // limit less the 1 s margin), not a dropped connection, and the backend
 // sees its request cancelled.
 func TestAzureFunctionsLimit504(t *testing.T) {
+	t.Parallel()
 	be := newHangFirstBackend(t, 1)
 	g := StartAzureHandler(t, map[string]string{"Hosts": be.URL, "AzureFunctionsJobHost__functionTimeout": "00:00:03"})
 	resp, body, took := Forward(t, g, "GET", "/slow", map[string]string{"S7PTTL": "60"}, "")
@@ -276,6 +278,7 @@ func TestAzureFunctionsLimit504(t *testing.T) {
 // malformed one and one for an unknown request: each answered as the queue
 // needs, none adding a backend call or changing the result.
 func TestAzureFunctionsAsync(t *testing.T) {
+	t.Parallel()
 	az := emulators.StartAzurite(t)
 	createQueues(t, az.ConnectionString(), "u1-status") // asyncProfile's topic, as Terraform creates it
 	be := newHangFirstBackend(t, 2)
@@ -438,6 +441,7 @@ func TestAzureFunctionsAsync(t *testing.T) {
 // TestAzureFunctionsBadSettings: a bad limit or an async setup the queue
 // trigger cannot serve stops the start-up with one line naming the setting.
 func TestAzureFunctionsBadSettings(t *testing.T) {
+	t.Parallel()
 	base := []string{"Hosts=http://127.0.0.1:1", "FUNCTIONS_APP_ROOT_PATH=" + appRoot(t)}
 	tests := []struct {
 		name string

@@ -94,6 +94,7 @@ func wantReport(tb testing.TB, out string, code, wantCode int, want ...string) {
 
 // TestCheckLocal runs the probes against the local host.
 func TestCheckLocal(t *testing.T) {
+	t.Parallel()
 	be := checkBackend(t, time.Second)
 	g := StartGateway(t, map[string]string{
 		"Hosts": be.URL, "AsyncModeEnabled": "true", "UserProfiles": asyncProfile, "AsyncTriggerTimeout": "300",
@@ -133,6 +134,7 @@ func TestCheckLocal(t *testing.T) {
 // TestCheckFails runs the probes against servers that break the contract:
 // each must make check exit non-zero, naming the probe that failed.
 func TestCheckFails(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		handler http.HandlerFunc
@@ -359,6 +361,7 @@ func (fu *functionURL) invoke(event []byte) ([]byte, error) {
 // environment's static ones) they pass; unsigned, or signed with the wrong
 // secret, the URL refuses them and check fails.
 func TestCheckLambdaSigV4(t *testing.T) {
+	t.Parallel()
 	be := checkBackend(t, 0)
 	f := startFunction(t, binary, map[string]string{"Hosts": be.URL, "AWS_LAMBDA_FUNCTION_TIMEOUT": "10"})
 	const region = "eu-west-1"
@@ -398,6 +401,7 @@ func TestCheckLambdaSigV4(t *testing.T) {
 // a front that forwards requests as the Functions host does (with the
 // invocation headers), async on Azurite.
 func TestCheckAzure(t *testing.T) {
+	t.Parallel()
 	az := emulators.StartAzurite(t)
 	be := checkBackend(t, time.Second)
 	g := StartAzureHandler(t, map[string]string{

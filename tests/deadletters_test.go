@@ -39,6 +39,7 @@ func runDeadLettersCmd(tb testing.TB, env []string, args ...string) (string, int
 // so and changes nothing), never sent, and the backend is not called again.
 // A subcommand it does not know is exit 2, named.
 func TestDeadLettersBinary(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	be := newSlowBackend(t, 100*time.Millisecond)
 	gw := StartGateway(t, map[string]string{

@@ -625,6 +625,7 @@ func matchLine(want, got string) bool {
 
 // TestDocsMatchOutput holds the comparison's rules.
 func TestDocsMatchOutput(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name, want, got string
 		ok              bool

@@ -15,8 +15,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,6 +28,7 @@ import (
 // answered 408 RequestTimeout at the TTL, with the connection closed, while
 // thirty other slow uploads do not hold up a normal request.
 func TestSlowUploadsBounded(t *testing.T) {
+	t.Parallel()
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		io.WriteString(w, "ok")
@@ -133,28 +132,6 @@ func TestSlowUploadsBounded(t *testing.T) {
 	}
 }
 
-var (
-	plainOnce   sync.Once
-	plainBinary string
-	plainErr    error
-)
-
-// plainGateway builds the gateway without the race detector, whose shadow
-// memory would swamp a memory measurement.
-func plainGateway(tb testing.TB) string {
-	plainOnce.Do(func() {
-		plainBinary = filepath.Join(filepath.Dir(binary), "gateway-plain")
-		out, err := exec.Command("go", "build", "-o", plainBinary, "../functions").CombinedOutput()
-		if err != nil {
-			plainErr = fmt.Errorf("building the gateway without -race: %v\n%s", err, out)
-		}
-	})
-	if plainErr != nil {
-		tb.Fatal(plainErr)
-	}
-	return plainBinary
-}
-
 // procStatusKB reads a field such as VmHWM (peak resident set) or VmRSS
 // of process pid, in KiB.
 func procStatusKB(tb testing.TB, pid int, field string) int64 {
@@ -181,6 +158,7 @@ func procStatusKB(tb testing.TB, pid int, field string) int64 {
 // 300 MiB above idle: buffered bodies share the MaxBufferedBytes budget
 // (128 MiB) and the rest stream.
 func TestBufferedBodyBudget(t *testing.T) {
+	t.Parallel()
 	const n, size = 40, 10 << 20
 	payload := make([]byte, size)
 	rand.Read(payload)
@@ -202,7 +180,7 @@ func TestBufferedBodyBudget(t *testing.T) {
 	}))
 	defer backend.Close()
 
-	gw := startBinary(t, plainGateway(t), map[string]string{"Hosts": backend.URL, "AsyncStore": "file:" + t.TempDir()})
+	gw := startBinary(t, productionGateway(t), map[string]string{"Hosts": backend.URL, "AsyncStore": "file:" + t.TempDir()})
 	pid := gw.cmd.Process.Pid
 	if resp, _, _ := Do(t, "GET", gw.URL+"/warm", nil, ""); resp.StatusCode != 200 {
 		t.Fatalf("warm-up: %d", resp.StatusCode)
@@ -247,6 +225,7 @@ func TestBufferedBodyBudget(t *testing.T) {
 // never X-Forwarded-Host. The signed result URL works on the gateway's own
 // address once the front door has stripped the base path.
 func TestPublicBaseURL(t *testing.T) {
+	t.Parallel()
 	backend := newSlowBackend(t, time.Second)
 	const public = "http://public.example/gw"
 	for _, tt := range []struct {

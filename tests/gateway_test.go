@@ -32,6 +32,7 @@ func deadAddr(tb testing.TB) string {
 // 504 TTLExpired at about 1 s, and the backend sees its request cancelled
 // at about 1 s.
 func TestTTLCancelsSlowBackend(t *testing.T) {
+	t.Parallel()
 	cancelled := make(chan time.Duration, 1)
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -76,6 +77,7 @@ func TestTTLCancelsSlowBackend(t *testing.T) {
 
 // TestFailover: the first host refuses connections; the second answers.
 func TestFailover(t *testing.T) {
+	t.Parallel()
 	var seen sync.Map
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		seen.Store("key", r.Header.Get("Idempotency-Key"))
@@ -113,6 +115,7 @@ func TestFailover(t *testing.T) {
 // TestStreamOutlivesTTL: headers come in time, so the body may stream on
 // after the TTL.
 func TestStreamOutlivesTTL(t *testing.T) {
+	t.Parallel()
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(200)
@@ -141,6 +144,7 @@ func TestStreamOutlivesTTL(t *testing.T) {
 // TestStreamFlushesChunks: each chunk reaches the client as it is sent,
 // not when the response ends.
 func TestStreamFlushesChunks(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(200)
@@ -167,6 +171,7 @@ func TestStreamFlushesChunks(t *testing.T) {
 // limit is aborted: the client sees the transfer break, never a second
 // status, and the cut is counted and logged.
 func TestStreamIdleCut(t *testing.T) {
+	t.Parallel()
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(200)
 		fmt.Fprint(w, "partial")
@@ -206,6 +211,7 @@ func TestStreamIdleCut(t *testing.T) {
 
 // TestStatusTable walks CONTRACT §5's table on the real binary.
 func TestStatusTable(t *testing.T) {
+	t.Parallel()
 	var calls sync.Map
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n, _ := calls.LoadOrStore(r.URL.Path, new(int))
@@ -293,6 +299,7 @@ func TestStatusTable(t *testing.T) {
 // TestBadSettingStopsStartup: a setting that does not parse stops the
 // process with one line naming it, its value and what is expected.
 func TestBadSettingStopsStartup(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		env  []string
@@ -328,6 +335,7 @@ func TestBadSettingStopsStartup(t *testing.T) {
 }
 
 func TestHealth(t *testing.T) {
+	t.Parallel()
 	gw := StartGateway(t, map[string]string{"Hosts": deadAddr(t)})
 	resp, body, _ := Do(t, "GET", gw.URL+"/_gateway/health", nil, "")
 	if resp.StatusCode != 200 || !strings.Contains(string(body), "ok") {

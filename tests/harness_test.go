@@ -48,6 +48,31 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+var (
+	productionOnce   sync.Once
+	productionBinary string
+	productionErr    error
+)
+
+// productionGateway builds the gateway once, as make package-aws and make
+// package-azure build it (no race detector, whose shadow memory would swamp
+// a memory measurement), for the tests that measure the shipped binary.
+func productionGateway(tb testing.TB) string {
+	tb.Helper()
+	productionOnce.Do(func() {
+		productionBinary = filepath.Join(filepath.Dir(binary), "gateway-production")
+		build := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", productionBinary, "../functions")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			productionErr = fmt.Errorf("building the gateway as the packages do: %v\n%s", err, out)
+		}
+	})
+	if productionErr != nil {
+		tb.Fatal(productionErr)
+	}
+	return productionBinary
+}
+
 // Gateway is a running gateway process.
 type Gateway struct {
 	URL  string

@@ -13,6 +13,7 @@ import (
 // with the route's own Timeout goes to that host first and it answers
 // (CONTRACT §4, issue 21).
 func TestClientTimeoutEjectsNoHost(t *testing.T) {
+	t.Parallel()
 	a := newRecordingBackend(t, "a", 20*time.Millisecond) // healthy: answers in 20 ms
 	b := newRecordingBackend(t, "b", 0)
 	routes := fmt.Sprintf(`[{"prefix":"/e","hosts":[%q,%q],"ejectAfterFailures":5,"ejectForMs":60000}]`, a.URL, b.URL)

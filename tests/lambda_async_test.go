@@ -109,6 +109,7 @@ func (f *function) invokeSQS(tb testing.TB, event []byte) []string {
 // presigned URL with the exact body; a duplicate delivery changes nothing;
 // a malformed record is the only batch item failure.
 func TestLambdaAsyncS3SQS(t *testing.T) {
+	t.Parallel()
 	v := emulators.StartVersitygw(t)
 	fq := emulators.StartFauxqs(t)
 	be := newAsyncBackend(t, 700*time.Millisecond)

@@ -27,6 +27,7 @@ import (
 // call of its own), from the same user the first submission's 202. Before,
 // the second user was handed the first user's id, and so its result.
 func TestLambdaIdempotencyPerIAMCaller(t *testing.T) {
+	t.Parallel()
 	hang, cancelled := silentBackend(t)
 	f := startFunction(t, binary, map[string]string{
 		"Hosts":                       hang.URL,
@@ -151,6 +152,7 @@ func sigV4Event(tb testing.TB, method, path, userArn string, hdr map[string]stri
 // 202. Before, the signature went to every backend, the key never
 // deduplicated (the signature was in its scope) and anyone could cancel.
 func TestLambdaIAMSignatureStaysOut(t *testing.T) {
+	t.Parallel()
 	backend, seen := headerBackend(t)
 	store := t.TempDir()
 	f := startFunction(t, binary, map[string]string{

@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,19 +21,6 @@ const lambdaMemoryMB = 128
 // "6 MB" (AWS Lambda Developer Guide, Lambda quotas), in the smaller
 // reading: 6 MiB.
 const lambdaBufferedPayload = 6 << 20
-
-// buildBootstrap builds the gateway as make package-aws builds it (no race
-// detector, whose shadow memory would swamp a memory measurement).
-func buildBootstrap(tb testing.TB) string {
-	tb.Helper()
-	bootstrap := filepath.Join(tb.TempDir(), "bootstrap")
-	build := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", bootstrap, "../functions")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		tb.Fatalf("build: %v\n%s", err, out)
-	}
-	return bootstrap
-}
 
 // peakRSS returns the peak resident set (VmHWM) of process pid, in bytes.
 func peakRSS(tb testing.TB, pid int) int64 {
@@ -132,9 +117,10 @@ func (b *bigBackend) end(tb testing.TB, timeout time.Duration) backendEnd {
 // memory stays far below its 128 MB; answers just under the cap, text and
 // binary, pass through whole.
 func TestLambdaAnswerCap(t *testing.T) {
+	t.Parallel()
 	const functionTimeout = 60 * time.Second
 	backend := newBigBackend(t)
-	f := startFunction(t, buildBootstrap(t), map[string]string{
+	f := startFunction(t, productionGateway(t), map[string]string{
 		"Hosts":                           backend.URL,
 		"AWS_LAMBDA_FUNCTION_TIMEOUT":     strconv.Itoa(int(functionTimeout / time.Second)),
 		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": strconv.Itoa(lambdaMemoryMB),
@@ -269,9 +255,10 @@ func tail(s string, n int) string {
 // Function URL answer whole. (The emulator holds a stream to 6 MB too, so
 // the 200 MB stream limit is tested in adapters/httpapi, TestAnswerCap.)
 func TestLambdaAnswerCapStreamMode(t *testing.T) {
+	t.Parallel()
 	const functionTimeout = 60 * time.Second
 	backend := newBigBackend(t)
-	f := startFunction(t, buildBootstrap(t), map[string]string{
+	f := startFunction(t, productionGateway(t), map[string]string{
 		"Hosts":                           backend.URL,
 		"InvokeMode":                      "RESPONSE_STREAM",
 		"AWS_LAMBDA_FUNCTION_TIMEOUT":     strconv.Itoa(int(functionTimeout / time.Second)),

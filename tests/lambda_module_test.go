@@ -64,6 +64,7 @@ func deployedEnvironment(tb testing.TB, file string, values map[string]string) m
 // metrics the module turns on; and a queue subscribed to the profile's SNS
 // FIFO topic gets the request's notifications in order.
 func TestLambdaModuleEnvironment(t *testing.T) {
+	t.Parallel()
 	v := emulators.StartVersitygw(t)
 	fq := emulators.StartFauxqs(t)
 

@@ -41,6 +41,7 @@ func sqsDelivery(tb testing.TB, m types.Message) []byte {
 // ended plus the backoff's most gets it (fauxqs checks visibility deadlines
 // at every receive, so it adds no granularity).
 func TestLambdaContinuationRetry(t *testing.T) {
+	t.Parallel()
 	v := emulators.StartVersitygw(t)
 	fq := emulators.StartFauxqs(t)
 	be := newAsyncBackend(t, 700*time.Millisecond)

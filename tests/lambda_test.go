@@ -167,6 +167,7 @@ func echoBackend(tb testing.TB) *httptest.Server {
 }
 
 func TestLambdaHTTPRoundTrip(t *testing.T) {
+	t.Parallel()
 	backend := echoBackend(t)
 	f := startFunction(t, binary, map[string]string{"Hosts": backend.URL, "AWS_LAMBDA_FUNCTION_TIMEOUT": "10"})
 	binaryBody := make([]byte, 256)
@@ -247,6 +248,7 @@ func silentBackend(tb testing.TB) (*httptest.Server, chan time.Time) {
 // timeout, the backend's request is cancelled, and the emulator never
 // reports "Task timed out".
 func TestLambdaFunctionLimit(t *testing.T) {
+	t.Parallel()
 	backend, cancelled := silentBackend(t)
 	f := startFunction(t, binary, map[string]string{"Hosts": backend.URL, "AWS_LAMBDA_FUNCTION_TIMEOUT": "3"})
 	for i, name := range []string{"lambda-urls-request.json", "apigw-v2-request-no-authorizer.json", "lambda-urls-request.json"} {
@@ -278,12 +280,8 @@ func TestLambdaFunctionLimit(t *testing.T) {
 // TestLambdaColdStart measures process start to first invocation answered
 // for the binary as make package-aws builds it.
 func TestLambdaColdStart(t *testing.T) {
-	bootstrap := filepath.Join(t.TempDir(), "bootstrap")
-	build := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", bootstrap, "../functions")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	t.Parallel()
+	bootstrap := productionGateway(t)
 	var hits atomic.Int32
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
 	t.Cleanup(backend.Close)
@@ -306,6 +304,7 @@ func TestLambdaColdStart(t *testing.T) {
 // execution limit after its status ends the stream without a second status,
 // before the function's timeout.
 func TestLambdaResponseStream(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
@@ -377,6 +376,7 @@ func TestLambdaResponseStream(t *testing.T) {
 // the first invocation's deadline tells (the emulator's default, 300 s)
 // fails the invocation with the one-line setting error.
 func TestLambdaSettingsAgainstDeadline(t *testing.T) {
+	t.Parallel()
 	backend := echoBackend(t)
 	f := startFunction(t, binary, map[string]string{"Hosts": backend.URL, "Timeout": "400000"})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -392,6 +392,7 @@ func TestLambdaSettingsAgainstDeadline(t *testing.T) {
 // TestLambdaBadSettings: on the Lambda host a bad setting stops the start-up
 // (exit 2) with one line naming it, before the runtime API is contacted.
 func TestLambdaBadSettings(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		env  []string

@@ -298,6 +298,7 @@ func azureRefs(t *testing.T) gatewayRefs {
 // is in the binary's plain per-request line; the modules write the EMF
 // namespace their dashboard reads.
 func TestMonitoringNamesEmitted(t *testing.T) {
+	t.Parallel()
 	aws, az := awsRefs(t), azureRefs(t)
 	if len(aws.metrics) == 0 || len(az.fields) == 0 || len(az.codes) == 0 {
 		t.Fatalf("the modules reference no gateway metric, field or code: %+v %+v", aws, az)

@@ -115,6 +115,7 @@ func tagInt(s emulators.Span, key string) int64 {
 // and each backend received a traceparent naming its own attempt's span.
 // The request's log line carries the trace and server span ids.
 func TestTraceSeedExample(t *testing.T) {
+	t.Parallel()
 	j := emulators.StartCollector(t)
 	b1, b2 := newHangingTraceBackend(t), newHangingTraceBackend(t)
 	env := otelEnv(j)
@@ -195,6 +196,7 @@ func TestTraceSeedExample(t *testing.T) {
 // the request's server span; the resumed attempt and the result write nest
 // in it.
 func TestTraceAsyncContinuationAfterSIGKILL(t *testing.T) {
+	t.Parallel()
 	j := emulators.StartCollector(t)
 	be := newSlowBackend(t, 2*time.Second)
 	dir := t.TempDir()
@@ -285,6 +287,7 @@ func TestTraceAsyncContinuationAfterSIGKILL(t *testing.T) {
 // and stays frozen: the invocation's spans reached the collector all the same,
 // because they were exported before it returned.
 func TestTraceLambdaFlushedBeforeFreeze(t *testing.T) {
+	t.Parallel()
 	j := emulators.StartCollector(t)
 	backend := echoBackend(t)
 	env := otelEnv(j)
@@ -333,6 +336,7 @@ func hostSpans(tb testing.TB, tr emulators.Trace, method string, want map[string
 // invocation late: the flush gives up within half of FunctionLimitMarginMs
 // and the answer is on time.
 func TestLambdaSlowCollector(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -368,6 +372,7 @@ func TestLambdaSlowCollector(t *testing.T) {
 // host forwards, with the host's resource attributes; its log line carries
 // the trace and span ids (for Application Insights through the host).
 func TestTraceAzureFunctions(t *testing.T) {
+	t.Parallel()
 	j := emulators.StartCollector(t)
 	backend := echoBackend(t)
 	env := otelEnv(j)

@@ -21,6 +21,7 @@ import (
 // the status URI answers 202, follows the 303 when done, and returns the
 // backend's body byte for byte, although the backend takes 4 s.
 func TestAsyncAzurePoller(t *testing.T) {
+	t.Parallel()
 	const result = `{"report":"q3","rows":[1,2,3],"note":"exact bytes \u00e9"}`
 	var calls atomic.Int64
 	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

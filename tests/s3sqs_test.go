@@ -72,6 +72,7 @@ func lambdaS3SQSEnv(tb testing.TB, hosts string, v *emulators.Versitygw, f *emul
 // through an SNS FIFO topic to a subscribed queue, and a hand-off while the
 // store is down.
 func TestAsyncS3SQS(t *testing.T) {
+	t.Parallel()
 	v := emulators.StartVersitygw(t)
 	f := emulators.StartFauxqs(t)
 	// The profile's topic and a subscriber; the local gateway has no ARN

@@ -54,6 +54,7 @@ func refused(tb testing.TB, what string, resp *http.Response, body []byte, want 
 // allows only reads. The gateway refuses each before anything is sent, and
 // the S3 client, going to versitygw directly, finds bucket A unchanged.
 func TestSignedRouteIsACapabilityS3(t *testing.T) {
+	t.Parallel()
 	v := emulators.StartVersitygw(t)
 	ctx := context.Background()
 	cli := s3.NewFromConfig(sdkaws.Config{
@@ -160,6 +161,7 @@ func TestSignedRouteIsACapabilityS3(t *testing.T) {
 // and an ACL change selected by comp/restype, and the user delegation key
 // (POST, which no route allows) are refused; what the routes allow works.
 func TestSignedRouteIsACapabilityAzureStorage(t *testing.T) {
+	t.Parallel()
 	az := emulators.StartAzuriteOAuth(t)
 	cred := az.TokenCredential("5e1f7a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b")
 	identity := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -250,6 +252,7 @@ func TestSignedRouteIsACapabilityAzureStorage(t *testing.T) {
 // (alone, beside an Authorization, or spelt with '_') is refused 400
 // HeaderNotAllowed and nothing is sent.
 func TestClientAuthorizationHeaderIsTheGatewaysOwn(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var seen []http.Header
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -104,6 +104,7 @@ func rawExchange(tb testing.TB, addr, req string, timeout time.Duration) (*http.
 
 // TestEdgeLocal: the local host, as a process.
 func TestEdgeLocal(t *testing.T) {
+	t.Parallel()
 	be := edgeBackend(t)
 	gw := StartGateway(t, map[string]string{"Hosts": be.URL + "/api", "MaxRetryBodyBytes": "1024",
 		"Routes": `[{"prefix":"/a","hosts":["` + be.URL + `/routed"]}]`})
@@ -206,6 +207,7 @@ func TestEdgeLocal(t *testing.T) {
 // and X-Request-Start are believed: the TTL starts when the proxy
 // accepted the request, and the log line says both times.
 func TestEdgeTrustedProxy(t *testing.T) {
+	t.Parallel()
 	be := edgeBackend(t)
 	gw := StartGateway(t, map[string]string{"Hosts": be.URL, "TrustedProxies": "127.0.0.0/8,::1/128"})
 	start := time.Now()
@@ -232,6 +234,7 @@ func TestEdgeTrustedProxy(t *testing.T) {
 // TestEdgeBadSettings: settings that can never take effect stop the
 // start-up with one line naming them.
 func TestEdgeBadSettings(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		env  []string
@@ -295,6 +298,7 @@ func withTimeEpoch(tb testing.TB, event []byte, at time.Time) []byte {
 // X-Forwarded-For the client wrote, and a rawPath holding '?' or '#'
 // reaches the backend escaped.
 func TestLambdaEdge(t *testing.T) {
+	t.Parallel()
 	be := edgeBackend(t)
 	f := startFunction(t, binary, map[string]string{"Hosts": be.URL, "AWS_LAMBDA_FUNCTION_TIMEOUT": "10"})
 	for _, name := range []string{"lambda-urls-request.json", "apigw-v2-request-no-authorizer.json"} {
@@ -342,6 +346,7 @@ func TestLambdaEdge(t *testing.T) {
 // headers) and the host's invocation headers, from loopback. The front
 // end's one hop is believed; what the client wrote is not.
 func TestAzureFunctionsEdge(t *testing.T) {
+	t.Parallel()
 	be := edgeBackend(t)
 	g := StartAzureHandler(t, map[string]string{"Hosts": be.URL, "AzureFunctionsJobHost__functionTimeout": "00:05:00"})
 	frontEnd := map[string]string{

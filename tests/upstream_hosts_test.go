@@ -22,6 +22,7 @@ import (
 // before the invocation returns; S3 requests reach versitygw signed with
 // the function's credentials.
 func TestLambdaHedgeAndSigV4(t *testing.T) {
+	t.Parallel()
 	const timeout = 400 * time.Millisecond
 	first := newRecordingBackend(t, "first", 700*time.Millisecond)
 	second := newRecordingBackend(t, "second", 600*time.Millisecond)
@@ -70,6 +71,7 @@ func TestLambdaHedgeAndSigV4(t *testing.T) {
 // reach Azurite (OAuth) with a token from the App Service managed-identity
 // endpoint, fetched once.
 func TestAzureFunctionsHedgeAndEntra(t *testing.T) {
+	t.Parallel()
 	const timeout = 400 * time.Millisecond
 	first := newRecordingBackend(t, "first", 700*time.Millisecond)
 	second := newRecordingBackend(t, "second", 600*time.Millisecond)

@@ -80,6 +80,7 @@ func getStats(tb testing.TB, gw *Gateway) map[string]any {
 // connection closed then. A POST without a client Idempotency-Key is not
 // hedged.
 func TestHedgeOnPerTryTimeout(t *testing.T) {
+	t.Parallel()
 	const timeout = 400 * time.Millisecond
 	first := newRecordingBackend(t, "first", 700*time.Millisecond)
 	second := newRecordingBackend(t, "second", 600*time.Millisecond)
@@ -140,6 +141,7 @@ func TestHedgeOnPerTryTimeout(t *testing.T) {
 // waits out its Timeout until ejectAfterFailures of them eject it; then it
 // is tried last, and /_gateway/stats names it.
 func TestEjectDeadHost(t *testing.T) {
+	t.Parallel()
 	const timeout = 300 * time.Millisecond
 	dead := newRecordingBackend(t, "dead", hang)
 	b := newRecordingBackend(t, "b", 0)
@@ -175,6 +177,7 @@ func TestEjectDeadHost(t *testing.T) {
 // max(RetryBudgetMinConcurrency, RetryBudgetPercent × requests in flight),
 // and the refused ones are counted.
 func TestRetryBudgetFlood(t *testing.T) {
+	t.Parallel()
 	const clients = 30
 	var mu sync.Mutex
 	seen := map[string]int{}

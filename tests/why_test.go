@@ -20,6 +20,7 @@ import (
 // and is served in line says why, in x-Async-Declined and its log line's
 // asyncDeclined (CONTRACT §6); one that did not ask says nothing.
 func TestAsyncDeclined(t *testing.T) {
+	t.Parallel()
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Async-Declined", "from-the-backend") // never passed for the gateway's
 		fmt.Fprint(w, "ok")
@@ -69,6 +70,7 @@ func TestAsyncDeclined(t *testing.T) {
 // (/_gateway/: health, stats, status and operation URIs, result reads)
 // has its log line, at GatewayEndpointLogLevel: debug silences them.
 func TestOwnEndpointLogLines(t *testing.T) {
+	t.Parallel()
 	backend := newSlowBackend(t, 600*time.Millisecond) // past AsyncTriggerTimeout (300 ms)
 	env := asyncEnv(backend.URL, t.TempDir())
 	gw := StartGateway(t, env)
@@ -127,6 +129,7 @@ func waitResultErr(tb testing.TB, statusURI string) (*http.Response, []byte, err
 // invocation that is, one line says so with its id, final state, status,
 // code and attempts; an attempt a DELETE cut is recorded as cancelled.
 func TestAsyncEndLogLine(t *testing.T) {
+	t.Parallel()
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.ReadAll(r.Body) // so that the server sees the connection close
 		if strings.HasPrefix(r.URL.Path, "/hang") {
@@ -178,6 +181,7 @@ func TestAsyncEndLogLine(t *testing.T) {
 // TestStartupSaysWhy: a start-up that fails names the setting and the
 // limit it crossed, and leaves nothing behind (no .gateway-data).
 func TestStartupSaysWhy(t *testing.T) {
+	t.Parallel()
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -228,6 +232,7 @@ func TestStartupSaysWhy(t *testing.T) {
 // TestTTLCapNamed: an S7PTTL more than ten years ahead is refused with a
 // message naming that cap, not one asking for the form it already has.
 func TestTTLCapNamed(t *testing.T) {
+	t.Parallel()
 	gw := StartGateway(t, map[string]string{"Hosts": deadAddr(t)})
 	resp, body, _ := Do(t, "GET", gw.URL+"/x", map[string]string{"S7PTTL": "400000000"}, "")
 	var doc struct {
