@@ -78,9 +78,19 @@ package-azure:
 demo:
 	go run ./functions --demo
 
-## test: the whole suite, as CI runs it.
-test: tools check
-	go test -race -count=1 -timeout 12m ./...
+## test: the whole suite, as CI runs it. The end-to-end package (the longest)
+## starts first; the unit packages and the checks run beside it.
+test: tools
+	@$(MAKE) --no-print-directory -j4 -Oline test-e2e test-units check
+
+# test-e2e: tests/, whose tests mostly wait on timers and servers: four at a
+# time (-parallel 4) on any machine.
+.PHONY: test-e2e test-units
+test-e2e:
+	go test -race -count=1 -timeout 12m -parallel 4 ./tests/...
+
+test-units:
+	go test -race -count=1 -timeout 12m $$(go list ./... | grep -v '/tests\(/\|$$\)')
 
 check: fmt vet lint tflint
 
@@ -113,11 +123,14 @@ TOOL_TARGETS := $(TOOLS)/bin/otelcol $(TOOLS)/bin/tflint $(TOOLS)/bin/versitygw 
 tools:
 	@$(MAKE) --no-print-directory -j4 $(TOOL_TARGETS) $(if $(filter test,$(MAKECMDGOALS)),race-build)
 
-# race-build: compiles (and caches) the module with the race detector, as
-# `go test -race` will, and what `go vet` reads.
+# race-build: compiles (and caches) the module and its tests with the race
+# detector, as `go test -race` will (-exec true: built, not run), what `go vet`
+# reads, and the gateway as the packages build it (the tests that measure the
+# shipped binary).
 .PHONY: race-build
 race-build:
-	@$(call timed,race-build) { go build -race ./... && go vet ./...; }
+	@$(call timed,race-build) { go test -race -count=1 -exec true ./... >/dev/null && go vet ./... && \
+		CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -o /dev/null ./functions; }
 
 # timed NAME: bash's time keyword, printing "tools: NAME <seconds>s" when the install ends.
 timed = TIMEFORMAT='tools: $(1) %0Rs'; time
