@@ -190,7 +190,7 @@ type Accepted struct {
 // goroutine renews its lease (at most until the request's expiry), so
 // Finish must be called exactly once. A Claim is safe for concurrent use.
 type Claim struct {
-	a        *Async
+	a        *Async // whose Finish it is for
 	id       string
 	owner    string
 	rec      *asyncRecord

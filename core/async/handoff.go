@@ -17,6 +17,9 @@ import (
 // failed.
 type handoff struct{ engine }
 
+// submit is Submit's work: the writes of the hand-off, or the earlier
+// submission a client's Idempotency-Key names. The Claim it returns is not
+// yet tied to its Async (Submit does that).
 func (h handoff) submit(ctx context.Context, req *core.Request, profile *core.Profile, inflight bool) (*Accepted, *Claim, error) {
 	now := time.Now()
 	arrival := req.Budget.Arrival
