@@ -1,11 +1,9 @@
 package async
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"sync/atomic"
 	"time"
 
@@ -58,6 +56,17 @@ const (
 // after it Status returns ReasonExpired (410) and the stores may delete the
 // request's record, blobs and idempotency entry.
 const ReadGrace = 5 * time.Minute
+
+// readable returns when r stops being readable (readEnd), or, from then
+// on, an *Error with ReasonExpired.
+func (r *asyncRecord) readable(now time.Time) (end time.Time, err error) {
+	end = readEnd(r.Arrival, r.Expiry)
+	if !now.Before(end) {
+		return end, &core.Error{Reason: core.ReasonExpired, Message: fmt.Sprintf("async request %s expired at %s (readable until %s)",
+			r.ID, r.Expiry.Format(time.RFC3339), end.Format(time.RFC3339))}
+	}
+	return end, nil
+}
 
 // readEnd is when a request that arrived at arrival and expires at expiry
 // stops being readable: its expiry plus its read grace.
@@ -181,7 +190,7 @@ type Accepted struct {
 // goroutine renews its lease (at most until the request's expiry), so
 // Finish must be called exactly once. A Claim is safe for concurrent use.
 type Claim struct {
-	a        *Async
+	a        *Async // whose Finish it is for
 	id       string
 	owner    string
 	rec      *asyncRecord
@@ -236,36 +245,6 @@ func asyncHeaderKey(container, id string) string {
 	return container + "/" + id + "/headers.json"
 }
 
-func (a *Async) ttl() time.Duration {
-	if a.TTL > 0 {
-		return a.TTL
-	}
-	return defaultAsyncTTL
-}
-
-// leaseLen is how long a claim lasts before it must be renewed.
-func (a *Async) leaseLen() time.Duration {
-	if a.Lease > 0 {
-		return a.Lease
-	}
-	return DefaultLease
-}
-
-// retryAfter is the poll interval: 2 s, or 1 s when attempts are shorter.
-func (a *Async) retryAfter() time.Duration {
-	if a.Timeout > 0 && a.Timeout < asyncPoll {
-		return time.Second
-	}
-	return asyncPoll
-}
-
-func (a *Async) forwarder() *core.Forwarder {
-	if a.Forwarder != nil {
-		return a.Forwarder
-	}
-	return &core.Forwarder{}
-}
-
 // queueDelay rounds d up to whole seconds (what queues take) within
 // [0, maxQueueDelay].
 func queueDelay(d time.Duration) time.Duration {
@@ -307,8 +286,9 @@ func asyncUnavailable(what string, err error) *core.Error {
 // req.Body is stored whole; a req.BodyStream not yet read is streamed to
 // the store instead, and its continuation sends it by one attempt only.
 func (a *Async) Submit(ctx context.Context, req *core.Request, profile *core.Profile, inflight bool) (*Accepted, *Claim, error) {
-	ctx, end := a.startHandoff(ctx)
-	acc, c, err := a.submit(ctx, req, profile, inflight)
+	h := handoff{a.engine()}
+	ctx, end := h.start(ctx)
+	acc, c, err := h.submit(ctx, req, profile, inflight)
 	end(acc, err)
 	if err != nil {
 		a.Stats.CountEnd(core.ReasonOf(err))
@@ -317,199 +297,10 @@ func (a *Async) Submit(ctx context.Context, req *core.Request, profile *core.Pro
 	if a.Stats != nil {
 		a.Stats.AsyncAccepted.Add(1)
 	}
+	if c != nil {
+		c.a = a
+	}
 	return acc, c, nil
-}
-
-func (a *Async) submit(ctx context.Context, req *core.Request, profile *core.Profile, inflight bool) (*Accepted, *Claim, error) {
-	now := time.Now()
-	arrival := req.Budget.Arrival
-	if arrival.IsZero() {
-		arrival = now
-	}
-	expiry := arrival.Add(a.ttl())
-	var profileID, topic string
-	container := defaultResultContainer
-	if profile != nil {
-		profileID, topic = profile.UserID, profile.Async.Topic
-		if c := profile.Async.ContainerName; c != "" {
-			container = c
-		}
-	}
-	if !core.ValidContainer(container) {
-		return nil, nil, asyncUnavailable("result container name", fmt.Errorf("container %.70q: want 3-63 lowercase letters, digits and single hyphens", container))
-	}
-
-	// A client's key seen before returns that submission.
-	var idemKey, idemVersion, fp string
-	if req.ClientKey && req.IdempotencyKey != "" {
-		idemKey = a.idempotency().key(ctx, req, profileID)
-		fp = requestFingerprint(req)
-		prev, version, err := a.idempotency().lookup(ctx, idemKey, fp)
-		if err != nil {
-			return nil, nil, err
-		}
-		if prev != nil {
-			return prev, nil, nil
-		}
-		idemVersion = version
-	}
-
-	id := newAsyncID()
-	resultKey := newResultKey()
-	acc, err := a.accepted(ctx, id, container, resultKey, expiry)
-	if err != nil {
-		return nil, nil, asyncUnavailable("sign the result URLs", err)
-	}
-	// 1. The request snapshot's body.
-	snap := snapshotRequest(req)
-	snap.Trace = traceContextOf(ctx)
-	if err := a.storeBody(ctx, id, req, &snap); err != nil {
-		return nil, nil, asyncUnavailable("store the request body", err)
-	}
-	// 2. The record.
-	rec := &asyncRecord{V: recordVersion, ID: id, State: StateQueued, Profile: profileID, Topic: topic,
-		Container: container, Arrival: arrival.UTC(), Expiry: expiry.UTC(), Request: snap,
-		Submitter: a.idempotency().submitter(ctx, req.Header), ResultKey: resultKey}
-	var owner string
-	lease := a.leaseLen()
-	if inflight {
-		owner = newAsyncID()
-		rec.claimInflight(owner, now.Add(lease))
-	}
-	enc, err := rec.Encode()
-	if err != nil {
-		return nil, nil, asyncUnavailable("encode the record", err)
-	}
-	if _, err := a.Store.Put(ctx, asyncRecordKey(id), enc, ""); err != nil {
-		return nil, nil, asyncUnavailable("store the record", err)
-	}
-	// 3. The message. An inflight claim's message waits for its lease.
-	var delay time.Duration
-	if inflight {
-		delay = queueDelay(lease)
-	}
-	if err := a.Queue.Enqueue(ctx, wireContinuation{ID: id}.Encode(), delay); err != nil {
-		if !a.abandon(ctx, id, owner) {
-			return nil, nil, asyncUnavailable("enqueue the continuation", err)
-		}
-		// A worker claimed the record: the message did go out.
-	}
-	// 4. The idempotency index, last: an entry names a record whose
-	// message went out.
-	if idemKey != "" {
-		other, err := a.idempotency().index(ctx, idemKey, idemVersion, fp, readEnd(arrival, expiry), acc)
-		var ge *core.Error
-		switch {
-		case errors.As(err, &ge) && ge.Reason == core.ReasonIdempotencyKeyReused:
-			// A different request won the key meanwhile.
-			a.abandon(ctx, id, owner)
-			return nil, nil, err
-		case other != nil:
-			// A concurrent submission with the same key won the index.
-			// Ours is abandoned; should a worker have claimed it already,
-			// it runs too, with the same Idempotency-Key.
-			a.abandon(ctx, id, owner)
-			return other, nil, nil
-		case err != nil:
-			if !a.abandon(ctx, id, owner) {
-				return nil, nil, asyncUnavailable("write the idempotency index", err)
-			}
-		}
-	}
-	a.notify(ctx, topic, id, notifyQueued)
-	if !inflight {
-		return acc, nil, nil
-	}
-	a.notify(ctx, topic, id, notifyProcessing)
-	c := &Claim{a: a, id: id, owner: owner, rec: rec}
-	c.lost = newCauseSignal()
-	// Renewed up to the request's expiry: past it, a worker writes the
-	// expired result should the caller never finish.
-	c.stop = a.records().keepLease(ctx, id, owner, lease, rec.Expiry, c.lost.fire)
-	return acc, c, nil
-}
-
-// accepted builds the Accepted of request id, whose result key is key:
-// its result URIs are the store's own URLs, valid until expiry, when the
-// store's signatures last (LastingSigner), and gateway result URLs signed
-// with key otherwise.
-func (a *Async) accepted(ctx context.Context, id, container string, key []byte, expiry time.Time) (*Accepted, error) {
-	if !a.lastingSigner() {
-		return &Accepted{ID: id, StatusURI: StatusPrefix + id, DataURI: resultURL(key, id, ResultData),
-			HeaderURI: resultURL(key, id, ResultHeaders), RetryAfter: a.retryAfter()}, nil
-	}
-	data, err := a.Store.SignURL(ctx, asyncDataKey(container, id), expiry)
-	if err != nil {
-		return nil, err
-	}
-	header, err := a.Store.SignURL(ctx, asyncHeaderKey(container, id), expiry)
-	if err != nil {
-		return nil, err
-	}
-	return &Accepted{ID: id, StatusURI: StatusPrefix + id, DataURI: data, HeaderURI: header, RetryAfter: a.retryAfter()}, nil
-}
-
-// snapshotRequest copies what a continuation needs of req, body aside.
-func snapshotRequest(req *core.Request) requestSnapshot {
-	return requestSnapshot{
-		Method: req.Method, Path: req.Path, RawQuery: req.RawQuery, Header: req.Header.Clone(),
-		Host: req.Host, RemoteAddr: req.RemoteAddr, Proto: req.Proto,
-		IdempotencyKey: req.IdempotencyKey, ClientKey: req.ClientKey,
-	}
-}
-
-// storeBody writes req's body, if any, to its blob and notes its size.
-func (a *Async) storeBody(ctx context.Context, id string, req *core.Request, snap *requestSnapshot) error {
-	switch {
-	case req.BodyStream != nil:
-		cr := &countingReader{r: req.BodyStream}
-		if err := a.Store.WriteBlob(ctx, asyncBodyKey(id), cr, "application/octet-stream", true); err != nil {
-			return err
-		}
-		snap.BodySize, snap.BodyStreamed = cr.n, cr.n > 0
-	case len(req.Body) > 0:
-		if err := a.Store.WriteBlob(ctx, asyncBodyKey(id), bytes.NewReader(req.Body), "application/octet-stream", true); err != nil {
-			return err
-		}
-		snap.BodySize = int64(len(req.Body))
-	}
-	return nil
-}
-
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
-}
-
-// errMovedOn and errNoop end an update function without writing.
-var (
-	errMovedOn = errors.New("record moved on")
-	errNoop    = errors.New("nothing to change")
-)
-
-// abandon marks the record of a failed submission abandoned, so that a
-// message that went out after all changes nothing. It reports whether the
-// record had moved on instead: a worker claimed it, so the message went out
-// and the hand-off is durable. owner is the submission's own inflight
-// claim, or "".
-func (a *Async) abandon(ctx context.Context, id, owner string) (movedOn bool) {
-	ctx, cancel := cleanupContext(ctx)
-	defer cancel()
-	_, err := a.records().update(ctx, id, func(r *asyncRecord) error { return r.abandon(owner) })
-	return errors.Is(err, errMovedOn)
-}
-
-// report hands err to OnError, if set.
-func (a *Async) report(ctx context.Context, id string, err error) {
-	if a.OnError != nil {
-		a.OnError(ctx, id, err)
-	}
 }
 
 // Status reports on async request id. An id that is malformed, unknown, or
@@ -525,21 +316,15 @@ func (a *Async) Status(ctx context.Context, id string) (*StatusView, error) {
 	if !validAsyncID(id) {
 		return nil, fmt.Errorf("async status: malformed id: %w", ErrNotFound)
 	}
-	rec, err := a.records().load(ctx, id)
-	if errors.Is(err, ErrNotFound) || err == nil && rec.State == StateAbandoned {
-		return nil, fmt.Errorf("async status %s: %w", id, ErrNotFound)
-	}
-	if errors.Is(err, errBadRecord) {
-		return nil, &core.Error{Reason: core.ReasonCorruptRecord, Message: "the record of async request " + id + " cannot be read; it will not complete", Err: err}
-	}
+	e := a.engine()
+	rec, err := e.records.loadReadable(ctx, id, "async status")
 	if err != nil {
-		return nil, fmt.Errorf("async status %s: %w", id, err)
+		return nil, err
 	}
 	now := time.Now()
-	end := readEnd(rec.Arrival, rec.Expiry)
-	if !now.Before(end) {
-		return nil, &core.Error{Reason: core.ReasonExpired, Message: fmt.Sprintf("async request %s expired at %s (readable until %s)",
-			id, rec.Expiry.Format(time.RFC3339), end.Format(time.RFC3339))}
+	end, err := rec.readable(now)
+	if err != nil {
+		return nil, err
 	}
 	v := &StatusView{ID: id, State: rec.State, Arrival: rec.Arrival, Expiry: rec.Expiry, container: rec.Container,
 		Attempts: rec.Attempts, Checkpoints: rec.Checkpoints, Changed: rec.Changed, CancelRequested: rec.CancelRequested}
@@ -547,7 +332,7 @@ func (a *Async) Status(ctx context.Context, id string) (*StatusView, error) {
 		v.Changed = rec.Arrival
 	}
 	if !rec.State.Done() || rec.Result == nil {
-		v.RetryAfter = a.retryAfter()
+		v.RetryAfter = e.retryAfter
 		return v, nil
 	}
 	v.ResultStatus, v.CompletedAt, v.ResultCode = rec.Result.Status, rec.Result.CompletedAt, rec.Result.Code

@@ -726,7 +726,7 @@ func TestAsyncIdempotency(t *testing.T) {
 					p = tt.profile2
 				}
 				// Replay, as the HTTP face calls it before forwarding.
-				rep, rerr := e.a.idempotency().replay(context.Background(), second, p)
+				rep, rerr := e.a.engine().idempotency().replay(context.Background(), second, p)
 				acc2, _, err := e.a.Submit(context.Background(), second, p, false)
 				switch tt.want {
 				case "reused":
@@ -768,7 +768,7 @@ func TestAsyncIdempotency(t *testing.T) {
 				}
 				// Once done, the same request still gets the same Accepted.
 				if tt.want == "same" {
-					if rep, err := e.a.idempotency().replay(context.Background(), second, p); err != nil || rep == nil || *rep != *acc1 {
+					if rep, err := e.a.engine().idempotency().replay(context.Background(), second, p); err != nil || rep == nil || *rep != *acc1 {
 						t.Errorf("Replay when done = %+v, %v; want %+v", rep, err, acc1)
 					}
 				}
@@ -785,7 +785,7 @@ func TestAsyncReplayStoreDown(t *testing.T) {
 		e.submit(t, asyncRequest())
 		boom := errors.New("store down")
 		e.store.setFail(func(op, key string) error { return boom })
-		acc, err := e.a.idempotency().replay(context.Background(), asyncRequest(), e.profile)
+		acc, err := e.a.engine().idempotency().replay(context.Background(), asyncRequest(), e.profile)
 		if acc != nil || core.ReasonOf(err) != core.ReasonAsyncUnavailable || !errors.Is(err, boom) {
 			t.Errorf("Replay = %+v, %v; want a 503 AsyncUnavailable wrapping the cause", acc, err)
 		}
@@ -1459,13 +1459,13 @@ func TestAsyncKeyFreeAfterGrace(t *testing.T) {
 		first := e.submit(t, asyncRequest())
 		e.drain(t)
 		time.Sleep(asyncTestTTL + ReadGrace - time.Nanosecond)
-		if acc, err := e.a.idempotency().replay(context.Background(), asyncRequest(), e.profile); err != nil || acc == nil || *acc != *first {
+		if acc, err := e.a.engine().idempotency().replay(context.Background(), asyncRequest(), e.profile); err != nil || acc == nil || *acc != *first {
 			t.Fatalf("Replay within the grace = %+v, %v; want the first request", acc, err)
 		}
 		time.Sleep(time.Nanosecond)
 		req := asyncRequest()
 		req.Body = []byte("another body")
-		if acc, err := e.a.idempotency().replay(context.Background(), req, e.profile); err != nil || acc != nil {
+		if acc, err := e.a.engine().idempotency().replay(context.Background(), req, e.profile); err != nil || acc != nil {
 			t.Fatalf("Replay after the grace = %+v, %v; want nil, nil (a new request)", acc, err)
 		}
 		req.Budget.Arrival = time.Now()
@@ -1473,7 +1473,7 @@ func TestAsyncKeyFreeAfterGrace(t *testing.T) {
 		if second.ID == first.ID {
 			t.Errorf("the key after the grace returned the expired request")
 		}
-		if acc, err := e.a.idempotency().replay(context.Background(), req, e.profile); err != nil || acc == nil || *acc != *second {
+		if acc, err := e.a.engine().idempotency().replay(context.Background(), req, e.profile); err != nil || acc == nil || *acc != *second {
 			t.Errorf("Replay of the new request = %+v, %v; want %+v", acc, err, second)
 		}
 	})

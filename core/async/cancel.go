@@ -67,7 +67,8 @@ func (a *Async) Cancel(ctx context.Context, id string, h http.Header) (v *Status
 	if !validAsyncID(id) {
 		return nil, false, fmt.Errorf("async cancel: malformed id: %w", ErrNotFound)
 	}
-	if rec, err := a.records().load(ctx, id); err == nil && rec.Submitter != "" && rec.Submitter != a.idempotency().callerScope(ctx, h) {
+	e := a.engine()
+	if rec, err := e.records.load(ctx, id); err == nil && rec.Submitter != "" && rec.Submitter != e.idempotency().callerScope(ctx, h) {
 		return nil, false, fmt.Errorf("async cancel %s: another caller's request: %w", id, ErrNotFound)
 	}
 	// Status first: it answers unknown, expired and corrupt requests.
@@ -80,7 +81,7 @@ func (a *Async) Cancel(ctx context.Context, id string, h http.Header) (v *Status
 	}
 	now := time.Now()
 	var outcome cancelOutcome
-	rec, err := a.records().update(ctx, id, func(r *asyncRecord) error {
+	rec, err := e.records.update(ctx, id, func(r *asyncRecord) error {
 		if r.State == StateAbandoned {
 			return ErrNotFound
 		}
@@ -101,30 +102,23 @@ func (a *Async) Cancel(ctx context.Context, id string, h http.Header) (v *Status
 		v, err = a.Status(ctx, id)
 		return v, err == nil, err
 	}
-	a.cancels.tell(id)
+	e.cancels.tell(id)
 	if rec.cancelUnheld(now) {
 		// Nobody will write the cancellation: write it here. Should this
 		// fail, the request's message (queued, or coming back) does.
-		if err := a.continueRequest(ctx, id); err != nil {
-			a.report(ctx, id, fmt.Errorf("async %s: writing the cancellation: %w", id, err))
+		if err := (worker{e}).continueRequest(ctx, id); err != nil {
+			e.onError.report(ctx, id, fmt.Errorf("async %s: writing the cancellation: %w", id, err))
 		}
 	}
 	v, err = a.Status(ctx, id)
 	return v, false, err
 }
 
-// cancelling reports whether the record of id is cancelling. A record that
-// cannot be read is not.
-func (a *Async) cancelling(ctx context.Context, id string) bool {
-	rec, err := a.records().load(ctx, id)
-	return err == nil && rec.State == StateCancelling
-}
-
 // commitCancel writes the cancellation as the result of the request s
 // holds: the error document as the data blob, 409 Canceled in the header
 // blob. It writes under its own context: the work context has ended with
 // the cancel.
-func (a *Async) commitCancel(ctx context.Context, s *session, all []core.Attempt) error {
+func (s *continuation) commitCancel(ctx context.Context, all []core.Attempt) error {
 	s.cancelTried = true
 	ctx, cancel := cleanupContext(ctx)
 	defer cancel()
@@ -134,13 +128,13 @@ func (a *Async) commitCancel(ctx context.Context, s *session, all []core.Attempt
 		"X-Gateway-Error": {e.Reason.Code()},
 		"X-Attempts":      {strconv.Itoa(len(all))},
 	}
-	if ok, err := a.holds(ctx, s, all); !ok {
+	if ok, err := s.holds(ctx, all); !ok {
 		return err
 	}
-	if err := a.Store.WriteBlob(ctx, asyncDataKey(s.rec.Container, s.rec.ID), bytes.NewReader(e.JSON()), "application/json", false); err != nil {
-		return errors.Join(fmt.Errorf("continuation %s: write the cancellation: %w", s.rec.ID, err), a.handOn(ctx, s, all, false))
+	if err := s.store.WriteBlob(ctx, asyncDataKey(s.rec.Container, s.rec.ID), bytes.NewReader(e.JSON()), "application/json", false); err != nil {
+		return errors.Join(fmt.Errorf("continuation %s: write the cancellation: %w", s.rec.ID, err), s.handOn(ctx, all, false))
 	}
-	return a.publish(ctx, s, e.HTTPStatus(), header, all)
+	return s.publish(ctx, e.HTTPStatus(), header, all)
 }
 
 // cancelListeners are the continuations this instance runs, by id: what

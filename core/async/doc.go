@@ -6,17 +6,33 @@
 //
 // The layout, arrows pointing down (each part uses only those below it):
 //
-//   - Async is the façade the hosts call: Run answers or hands off
-//     (run.go), Submit makes a hand-off durable (async.go), Process
+//   - Async is the façade the hosts call, and holds the settings, the
+//     ports and the state shared between calls (the notifier's queue, the
+//     cancel listeners). Run answers or hands off (run.go), Submit makes a
+//     hand-off durable and Status reads a request (async.go), Process
 //     continues a queue message and Finish settles an in-process claim
-//     (process.go), Status and OpenResult read a request (async.go,
-//     status.go), Cancel asks it to stop (cancel.go), MessageProfile tells
-//     a worker whose turn a message is (fair.go) and FlushNotifications
-//     drains the sender at shutdown. It holds the settings and the ports;
-//     the steps of the commit protocol (protocol.go) are its unexported
-//     methods, and each concern they share is a small type of its own:
-//   - notifier (notify.go) sends lifecycle notifications in the
-//     background: one sender, in order, at most 1,024 waiting; one more is
+//     (process.go), OpenResult and ResultURL read a result (status.go,
+//     resulturl.go), Cancel asks a request to stop (cancel.go),
+//     MessageProfile tells a worker whose turn a message is (fair.go) and
+//     FlushNotifications drains the sender at shutdown. Each call builds
+//     an engine and hands the work to the types below; beside these
+//     methods Async has only engine, triggerTimeout and finishInProcess
+//     (which waits for an in-process attempt and calls Finish).
+//   - handoff (handoff.go) makes a request durable, in the order of the
+//     commit protocol (protocol.go): body, record, message, idempotency
+//     entry; it abandons the record of a submission that failed.
+//   - worker (process.go) claims a request (step 1 of the protocol),
+//     rebuilds it from its record and hands it to a continuation.
+//   - continuation (commit.go) is one request's processing while its claim
+//     is held: it owns the rest of the protocol (check the claim, data
+//     blob, header blob, record, final notification) and the hand-on,
+//     requeue and lost-lease decisions; commitCancel (cancel.go) writes a
+//     cancellation by the same steps.
+//   - engine (engine.go) is what handoff, worker and continuation share
+//     (each embeds it): the ports and settings, defaults applied, the
+//     hooks, and the parts below, as one plain value.
+//   - sender and notifier (notify.go) send lifecycle notifications: in the
+//     background, one sender, in order, at most 1,024 waiting; one more is
 //     dropped, counted and reported, never sent out of turn.
 //   - idempotency (scope.go) is the index of clients' Idempotency-Keys,
 //     scoped to their caller: key, lookup, index and replay.

@@ -24,7 +24,7 @@ func (a *Async) MessageProfile(ctx context.Context, msg []byte) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	rec, err := a.records().load(ctx, c.ID)
+	rec, err := a.engine().records.load(ctx, c.ID)
 	if err != nil || rec.State.Done() {
 		return "", false
 	}

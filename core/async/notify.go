@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"fngateway/core"
 )
 
 // maxPendingNotes bounds the background sender's queue; beyond it a
@@ -22,6 +24,18 @@ type pendingNote struct {
 	body      []byte
 }
 
+// sender sends the lifecycle notifications of one engine through its
+// Notifier port: before notify returns, or, where the host may work after
+// answering, through the ordered background sender. A sender is a plain
+// value over the engine's notifier; its methods are safe for concurrent use.
+type sender struct {
+	port Notifier
+	// queue is the background sender, or nil to send before notify returns.
+	queue   *notifier
+	stats   *core.Stats
+	onError reporter
+}
+
 // notify sends a lifecycle notification when the request has a topic. A
 // notification that fails does not fail the request: its error goes to
 // OnError. Where the host may work after answering (Host.WorkAfterAnswer)
@@ -29,20 +43,27 @@ type pendingNote struct {
 // it is sent before notify returns. When maxPendingNotes wait already, it
 // is dropped: counted in Stats (async_notifications_dropped) and reported
 // to OnError, so that no notification overtakes one queued before it.
-func (a *Async) notify(ctx context.Context, topic, id, status string) {
-	if a.Notifier == nil || topic == "" {
+func (s sender) notify(ctx context.Context, topic, id, status string) {
+	if s.port == nil || topic == "" {
 		return
 	}
 	b, _ := json.Marshal(notification{RequestGUID: id, Status: status, Timestamp: time.Now().UTC().Format(time.RFC3339), TopicName: topic})
 	n := pendingNote{ctx: context.WithoutCancel(ctx), topic: topic, id: id, body: b}
-	if !a.Host.WorkAfterAnswer {
-		a.sendNote(ctx, n)
+	if s.queue == nil {
+		s.send(ctx, n)
 		return
 	}
-	if !a.notes.enqueue(n, a.sendNote) {
-		a.Stats.CountNotificationDropped()
-		a.report(ctx, id, fmt.Errorf("async %s: notification %s to topic %q dropped: %d notifications wait to be sent already",
+	if !s.queue.enqueue(n, s.send) {
+		s.stats.CountNotificationDropped()
+		s.onError.report(ctx, id, fmt.Errorf("async %s: notification %s to topic %q dropped: %d notifications wait to be sent already",
 			id, status, topic, maxPendingNotes))
+	}
+}
+
+// send sends n now; a failure goes to OnError.
+func (s sender) send(ctx context.Context, n pendingNote) {
+	if err := s.port.Notify(ctx, n.topic, n.body); err != nil {
+		s.onError.report(ctx, n.id, fmt.Errorf("async %s: notification to topic %q lost: %w", n.id, n.topic, err))
 	}
 }
 
@@ -52,12 +73,6 @@ func (a *Async) notify(ctx context.Context, topic, id, status string) {
 // continuations drained, so that notifications are not lost with the
 // process.
 func (a *Async) FlushNotifications(ctx context.Context) error { return a.notes.flush(ctx) }
-
-func (a *Async) sendNote(ctx context.Context, n pendingNote) {
-	if err := a.Notifier.Notify(ctx, n.topic, n.body); err != nil {
-		a.report(ctx, n.id, fmt.Errorf("async %s: notification to topic %q lost: %w", n.id, n.topic, err))
-	}
-}
 
 // notifier is the ordered background sender of notifications: one
 // goroutine, started when the first notification is queued and ended when

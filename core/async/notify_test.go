@@ -33,10 +33,10 @@ func TestNotificationsInOrderWhenFull(t *testing.T) {
 		total := 1 + maxPendingNotes + dropped // one being sent, a full queue, the overflow
 		id := func(i int) string { return fmt.Sprintf("%032x", i) }
 		start := time.Now()
-		a.notify(context.Background(), "events", id(0), "0")
+		a.engine().notes.notify(context.Background(), "events", id(0), "0")
 		synctest.Wait() // the sender holds the first one
 		for i := 1; i < total; i++ {
-			a.notify(context.Background(), "events", id(i), strconv.Itoa(i))
+			a.engine().notes.notify(context.Background(), "events", id(i), strconv.Itoa(i))
 		}
 		if took := time.Since(start); took != 0 {
 			t.Errorf("notify calls took %v; want 0 (never sent by the caller)", took)

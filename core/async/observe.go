@@ -9,22 +9,22 @@ import (
 // The async events of Observer (CONTRACT §7): the hand-off, and the
 // continuation that links back to the request's trace.
 
-func (a *Async) observer() core.Observer { return a.forwarder().Observer }
+func (e engine) observer() core.Observer { return e.fwd.Observer }
 
 // traceContextKey carries the request's Observer.TraceContext from the
 // hand-off to the record it writes.
 type traceContextKey struct{}
 
-// traceContextOf returns the trace context startHandoff kept in ctx, or "".
+// traceContextOf returns the trace context handoff.start kept in ctx, or "".
 func traceContextOf(ctx context.Context) string {
 	s, _ := ctx.Value(traceContextKey{}).(string)
 	return s
 }
 
-// startHandoff starts observing a hand-off, and keeps the request's
+// start starts observing a hand-off, and keeps the request's
 // trace context in the returned context for its record.
-func (a *Async) startHandoff(ctx context.Context) (context.Context, func(*Accepted, error)) {
-	o := a.observer()
+func (h handoff) start(ctx context.Context) (context.Context, func(*Accepted, error)) {
+	o := h.observer()
 	if o == nil {
 		return ctx, func(*Accepted, error) {}
 	}
@@ -42,8 +42,8 @@ func (a *Async) startHandoff(ctx context.Context) (context.Context, func(*Accept
 }
 
 // startContinuation starts observing the continuation of rec.
-func (a *Async) startContinuation(ctx context.Context, rec *asyncRecord) (context.Context, func()) {
-	o := a.observer()
+func (w worker) startContinuation(ctx context.Context, rec *asyncRecord) (context.Context, func()) {
+	o := w.observer()
 	if o == nil {
 		return ctx, func() {}
 	}
@@ -51,13 +51,13 @@ func (a *Async) startContinuation(ctx context.Context, rec *asyncRecord) (contex
 }
 
 // settleObserved is settle, observed as the continuation's result write.
-func (a *Async) settleObserved(ctx context.Context, s *session, res *core.Result, ferr error) error {
-	o := a.observer()
+func (s *continuation) settleObserved(ctx context.Context, res *core.Result, ferr error) error {
+	o := s.observer()
 	if o == nil {
-		return a.settle(ctx, s, res, ferr)
+		return s.settle(ctx, res, ferr)
 	}
 	end := o.StartResultWrite(ctx, s.rec.ID)
-	err := a.settle(ctx, s, res, ferr)
+	err := s.settle(ctx, res, ferr)
 	end(err)
 	return err
 }

@@ -14,9 +14,6 @@ import (
 // state.go. A records is a plain value over its Store.
 type records struct{ store Store }
 
-// records returns the records of a.Store.
-func (a *Async) records() records { return records{a.Store} }
-
 // load reads and decodes the record of id.
 func (rs records) load(ctx context.Context, id string) (*asyncRecord, error) {
 	data, _, err := rs.store.Get(ctx, asyncRecordKey(id))
@@ -31,6 +28,31 @@ func (rs records) load(ctx context.Context, id string) (*asyncRecord, error) {
 		return nil, fmt.Errorf("%w: record of %s names %s", errBadRecord, id, r.ID)
 	}
 	return r, nil
+}
+
+// loadReadable reads the record of id for a reader, what naming the read
+// in its errors: an unknown or abandoned record (a submission that failed)
+// is an error wrapping ErrNotFound, one that cannot be decoded an *Error
+// with ReasonCorruptRecord wrapping errBadRecord.
+func (rs records) loadReadable(ctx context.Context, id, what string) (*asyncRecord, error) {
+	rec, err := rs.load(ctx, id)
+	if errors.Is(err, ErrNotFound) || err == nil && rec.State == StateAbandoned {
+		return nil, fmt.Errorf("%s %s: %w", what, id, ErrNotFound)
+	}
+	if errors.Is(err, errBadRecord) {
+		return nil, &core.Error{Reason: core.ReasonCorruptRecord, Message: "the record of async request " + id + " cannot be read; it will not complete", Err: err}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", what, id, err)
+	}
+	return rec, nil
+}
+
+// cancelling reports whether the record of id is cancelling. A record that
+// cannot be read is not.
+func (rs records) cancelling(ctx context.Context, id string) bool {
+	rec, err := rs.load(ctx, id)
+	return err == nil && rec.State == StateCancelling
 }
 
 // update is the read-modify-write of a record: fn changes the record

@@ -11,8 +11,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-
-	"fngateway/core"
 )
 
 // Gateway result URLs (CONTRACT §6). A store's own signature may not last
@@ -179,24 +177,17 @@ func (a *Async) ResultURL(ctx context.Context, id, part, rawQuery string) (*Redi
 	if !validAsyncID(id) || (part != ResultData && part != ResultHeaders) {
 		return nil, fmt.Errorf("result URL: malformed id or part: %w", ErrNotFound)
 	}
-	rec, err := a.records().load(ctx, id)
-	if errors.Is(err, ErrNotFound) || err == nil && rec.State == StateAbandoned {
-		return nil, fmt.Errorf("result URL %s: %w", id, ErrNotFound)
-	}
-	if errors.Is(err, errBadRecord) {
-		return nil, &core.Error{Reason: core.ReasonCorruptRecord, Message: "the record of async request " + id + " cannot be read; it will not complete", Err: err}
-	}
+	rec, err := a.engine().records.loadReadable(ctx, id, "result URL")
 	if err != nil {
-		return nil, fmt.Errorf("result URL %s: %w", id, err)
+		return nil, err
 	}
 	if !verifyResultSig(rec.ResultKey, id, part, sig) {
 		return nil, fmt.Errorf("result URL %s/%s: %w: it does not match this request and part", id, part, ErrInvalidSignature)
 	}
 	now := time.Now()
-	end := readEnd(rec.Arrival, rec.Expiry)
-	if !now.Before(end) {
-		return nil, &core.Error{Reason: core.ReasonExpired, Message: fmt.Sprintf("async request %s expired at %s (readable until %s)",
-			id, rec.Expiry.Format(time.RFC3339), end.Format(time.RFC3339))}
+	end, err := rec.readable(now)
+	if err != nil {
+		return nil, err
 	}
 	if !rec.State.Done() || rec.Result == nil {
 		return nil, fmt.Errorf("result URL %s: %w", id, ErrResultPending)
@@ -218,8 +209,8 @@ func redirectUntil(now, end time.Time) time.Time {
 	return minTime(now.Add(redirectURLLifetime), end)
 }
 
-// lastingSigner reports whether a's store signs URLs that last.
-func (a *Async) lastingSigner() bool {
-	ls, ok := a.Store.(LastingSigner)
+// lastingSigner reports whether store signs URLs that last.
+func lastingSigner(store Store) bool {
+	ls, ok := store.(LastingSigner)
 	return ok && ls.SignsLastingURLs()
 }

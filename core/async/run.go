@@ -67,14 +67,15 @@ func (f forwarded) close() {
 // Idempotency-Key. The in-process finish stops at Continuations' shutdown:
 // its claim is released and a message left for another instance.
 func (a *Async) Run(ctx context.Context, req *core.Request, profile *core.Profile) (*core.Result, *Accepted, error) {
-	if acc, err := a.idempotency().replay(ctx, req, profile); err != nil || acc != nil {
+	e := a.engine()
+	if acc, err := e.idempotency().replay(ctx, req, profile); err != nil || acc != nil {
 		return nil, acc, err
 	}
 	if req.Budget.Arrival.IsZero() {
 		req.Budget.Arrival = time.Now()
 	}
 	arrival := req.Budget.Arrival
-	req.Budget.TTL = arrival.Add(a.ttl())
+	req.Budget.TTL = arrival.Add(e.ttl)
 	req.Budget.Timeout = a.Timeout
 	trigger, atLimit := arrival.Add(a.triggerTimeout()), false
 	if l := req.Budget.Limit; !l.IsZero() && l.Before(trigger) {
@@ -87,7 +88,7 @@ func (a *Async) Run(ctx context.Context, req *core.Request, profile *core.Profil
 	unhook := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
 	done := make(chan forwarded, 1)
 	go func() {
-		res, err := a.forwarder().Forward(fctx, req)
+		res, err := e.fwd.Forward(fctx, req)
 		done <- forwarded{res, err}
 	}()
 	timer := time.NewTimer(time.Until(trigger))
@@ -182,7 +183,7 @@ func (a *Async) finishInProcess(ctx context.Context, claim *Claim, work context.
 		f = <-done
 	}
 	if err := a.Finish(context.WithoutCancel(ctx), claim, f.res, f.err); err != nil && !errors.Is(err, ErrLeaseLost) {
-		a.report(ctx, claim.ID(), fmt.Errorf("async %s: finishing in-process: %w", claim.ID(), err))
+		reporter(a.OnError).report(ctx, claim.ID(), fmt.Errorf("async %s: finishing in-process: %w", claim.ID(), err))
 	}
 }
 

@@ -60,15 +60,6 @@ type idempotency struct {
 	retryAfter time.Duration // the RetryAfter of an Accepted it returns
 }
 
-// idempotency returns the index over a's store and settings.
-func (a *Async) idempotency() idempotency {
-	scope := a.ScopeHeaders
-	if scope == nil {
-		scope = DefaultIdempotencyScopeHeaders
-	}
-	return idempotency{records: a.records(), scope: scope, retryAfter: a.retryAfter()}
-}
-
 // callerScope returns the SHA-256, in hex, of who the caller is: the
 // identity the platform verified (WithCaller) when there is one — the
 // caller then is that identity, whatever headers it sends, so a signature

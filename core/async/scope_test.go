@@ -90,16 +90,16 @@ func TestCallerScopeUnambiguous(t *testing.T) {
 	bg := context.Background()
 	scopes := map[string]string{}
 	for name, s := range map[string]string{
-		"A=x,B=y":      a.idempotency().callerScope(bg, http.Header{"A": {"x"}, "B": {"y"}}),
-		"A=xB=y":       a.idempotency().callerScope(bg, http.Header{"A": {"xB=y"}}),
-		"A=x,y":        a.idempotency().callerScope(bg, http.Header{"A": {"x", "y"}}),
-		"A=x y":        a.idempotency().callerScope(bg, http.Header{"A": {"x y"}}),
-		"B=x":          a.idempotency().callerScope(bg, http.Header{"B": {"x"}}),
-		"none":         a.idempotency().callerScope(bg, http.Header{}),
-		"empty A":      a.idempotency().callerScope(bg, http.Header{"A": {""}}),
-		"caller x":     a.idempotency().callerScope(WithCaller(bg, "x"), http.Header{}),
-		"caller y":     a.idempotency().callerScope(WithCaller(bg, "y"), http.Header{}),
-		"caller c0:\n": a.idempotency().callerScope(WithCaller(bg, "c0:\n"), http.Header{}),
+		"A=x,B=y":      a.engine().idempotency().callerScope(bg, http.Header{"A": {"x"}, "B": {"y"}}),
+		"A=xB=y":       a.engine().idempotency().callerScope(bg, http.Header{"A": {"xB=y"}}),
+		"A=x,y":        a.engine().idempotency().callerScope(bg, http.Header{"A": {"x", "y"}}),
+		"A=x y":        a.engine().idempotency().callerScope(bg, http.Header{"A": {"x y"}}),
+		"B=x":          a.engine().idempotency().callerScope(bg, http.Header{"B": {"x"}}),
+		"none":         a.engine().idempotency().callerScope(bg, http.Header{}),
+		"empty A":      a.engine().idempotency().callerScope(bg, http.Header{"A": {""}}),
+		"caller x":     a.engine().idempotency().callerScope(WithCaller(bg, "x"), http.Header{}),
+		"caller y":     a.engine().idempotency().callerScope(WithCaller(bg, "y"), http.Header{}),
+		"caller c0:\n": a.engine().idempotency().callerScope(WithCaller(bg, "c0:\n"), http.Header{}),
 	} {
 		if other, dup := scopes[s]; dup {
 			t.Errorf("%s and %s share a scope", name, other)
@@ -108,7 +108,7 @@ func TestCallerScopeUnambiguous(t *testing.T) {
 	}
 	// A verified caller is its identity, whatever headers it sends: a
 	// SigV4 signature or a refreshed token changes nothing.
-	if x, xa := a.idempotency().callerScope(WithCaller(bg, "x"), http.Header{}), a.idempotency().callerScope(WithCaller(bg, "x"), http.Header{"A": {"sig-2"}}); x != xa {
+	if x, xa := a.engine().idempotency().callerScope(WithCaller(bg, "x"), http.Header{}), a.engine().idempotency().callerScope(WithCaller(bg, "x"), http.Header{"A": {"sig-2"}}); x != xa {
 		t.Errorf("verified caller x with and without header A: scopes %s and %s; want one", x, xa)
 	}
 }
