@@ -34,6 +34,13 @@ const gatewayLines = `AppTraces | where Message contains_cs '"msg":"request' | e
 // description's queries.
 const asyncEndLines = `AppTraces | where Message contains_cs '"msg":"async request ended"' | extend j = parse_json(substring(Message, indexof(Message, '{')))`
 
+// continuationLines is the KQL for the lines of the queue-triggered
+// continuation invocations on Azure that say how long their message waited
+// (queueAgeMs: now − the message's InsertionTime), each parsed as j: the
+// {continuations} of the description's queries. The Azure module's
+// continuation-age alert uses the same text (local.continuation_lines).
+const continuationLines = `AppTraces | where Message contains_cs '"queueAgeMs":' | extend j = parse_json(substring(Message, indexof(Message, '{')))`
+
 type monitoring struct {
 	About  string  `json:"about"`
 	Panels []panel `json:"panels"`
@@ -155,7 +162,7 @@ func workbookData(m monitoring) ([]byte, error) {
 		if p.Azure.Query == "" {
 			return nil, fmt.Errorf("panel %q: no azure query", p.Title)
 		}
-		q := strings.NewReplacer("{gateway}", gatewayLines, "{async_ends}", asyncEndLines).Replace(p.Azure.Query)
+		q := strings.NewReplacer("{gateway}", gatewayLines, "{async_ends}", asyncEndLines, "{continuations}", continuationLines).Replace(p.Azure.Query)
 		items = append(items, map[string]any{
 			"type": 3, "name": fmt.Sprintf("panel-%d", i+1), "customWidth": "50",
 			"content": map[string]any{
@@ -195,7 +202,7 @@ var templateRef = regexp.MustCompile(`\$\{([^}]*)\}`)
 // TestMonitoringGenerated: the dashboard's and the workbook's templates are
 // what the description makes; each uses only the variables its module
 // passes, and passes them all; the Azure alerts read the same log lines as
-// the workbook.
+// the workbook (the request lines and the continuation lines).
 func TestMonitoringGenerated(t *testing.T) {
 	m := loadMonitoring(t)
 	dash, err := dashboardBody(m)
@@ -255,11 +262,13 @@ func TestMonitoringGenerated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := e.localValue("gateway_lines")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, ok := text(v); !ok || got != gatewayLines {
-		t.Errorf("azure local.gateway_lines = %q; want the workbook's %q", got, gatewayLines)
+	for local, want := range map[string]string{"gateway_lines": gatewayLines, "continuation_lines": continuationLines} {
+		v, err := e.localValue(local)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := text(v); !ok || got != want {
+			t.Errorf("azure local.%s = %q; want the workbook's %q", local, got, want)
+		}
 	}
 }
