@@ -147,7 +147,7 @@ resource "azurerm_monitor_metric_alert" "queue_messages" {
   name                = "${var.name}-queue-messages"
   resource_group_name = var.resource_group_name
   scopes              = ["${azurerm_storage_account.gateway.id}/queueServices/default"]
-  description         = "More messages in the account's queues than alarms.queue_messages (docs/operations.md#oldest-continuation)."
+  description         = "More messages in the account's queues than alarms.queue_messages (docs/operations.md#queue-messages)."
   severity            = 2
   frequency           = "PT1H"
   window_size         = "PT6H"
