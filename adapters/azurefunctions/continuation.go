@@ -38,15 +38,17 @@ type Invocation struct {
 	// Message is the queue message's text (the host has already decoded
 	// the queue's base64).
 	Message []byte
-	// MessageID and DequeueCount are the message's, from Metadata.
+	// MessageID and DequeueCount are the message's, from Metadata
+	// (DequeueCount 0 when absent or unreadable).
 	MessageID    string
 	DequeueCount int
 	// InsertedAt is when the message was added to the queue (Metadata's
 	// InsertionTime, the queue trigger's message metadata); zero when the
-	// host did not say or said it in a form this does not read, and then
-	// MetadataErr says why. Neither fails the invocation: the message is
-	// run all the same.
-	InsertedAt  time.Time
+	// host did not say or said it in a form this does not read.
+	InsertedAt time.Time
+	// MetadataErr names the metadata fields that were missing or could not
+	// be read (InsertionTime, DequeueCount), "" when none. None fails the
+	// invocation: the message is run all the same.
 	MetadataErr string
 }
 
@@ -87,8 +89,8 @@ func insertionTime(raw json.RawMessage) (time.Time, error) {
 //	{"Data":{"message":"{\"v\":1,\"id\":\"…\"}"},
 //	 "Metadata":{"DequeueCount":1,"Id":"…","InsertionTime":"…","PopReceipt":"…","sys":{…},…}}
 //
-// InsertionTime, missing or malformed, is reported in MetadataErr, not as
-// an error: the message still runs.
+// Metadata the message does not need to run (InsertionTime, DequeueCount),
+// missing or malformed, is reported in MetadataErr, not as an error.
 //
 // The message text arrives as a JSON string, or, when the text is itself
 // JSON, possibly as that JSON value: an object is taken as the message's
@@ -110,18 +112,21 @@ func DecodeInvocation(body []byte) (Invocation, error) {
 		return Invocation{}, fmt.Errorf("%w: no Data.%s", ErrBadInvocation, BindingName)
 	}
 	inv := Invocation{MessageID: env.Metadata.ID}
+	var problems []string
 	if n := bytes.Trim(env.Metadata.DequeueCount, `" `); len(n) > 0 {
 		c, err := strconv.Atoi(string(n))
 		if err != nil || c < 0 {
-			return Invocation{}, fmt.Errorf("%w: Metadata.DequeueCount %.20q is not a count", ErrBadInvocation, n)
+			problems = append(problems, fmt.Sprintf("Metadata.DequeueCount %.20q is not a count", n))
+		} else {
+			inv.DequeueCount = c
 		}
-		inv.DequeueCount = c
 	}
 	if t, err := insertionTime(env.Metadata.InsertionTime); err != nil {
-		inv.MetadataErr = err.Error()
+		problems = append(problems, err.Error())
 	} else {
 		inv.InsertedAt = t
 	}
+	inv.MetadataErr = strings.Join(problems, "; ")
 	raw = bytes.TrimSpace(raw)
 	switch {
 	case len(raw) > 0 && raw[0] == '"':
@@ -190,7 +195,8 @@ func (s *Server) serveContinuation(w http.ResponseWriter, r *http.Request, arriv
 	// read this field.
 	if age, ok := inv.QueueAge(arrival); ok {
 		attrs = append(attrs, slog.Int64("queueAgeMs", age.Milliseconds()))
-	} else {
+	}
+	if inv.MetadataErr != "" {
 		attrs = append(attrs, slog.String("metadataErr", httpapi.LogValue(inv.MetadataErr, httpapi.MaxLogValue)))
 	}
 	if s.Continuations == nil {

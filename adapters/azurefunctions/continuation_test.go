@@ -73,10 +73,16 @@ func TestDecodeInvocation(t *testing.T) {
 		})
 	}
 	for _, bad := range []string{``, `[]`, `{"Data":{}}`, `{"Data":{"other":"x"}}`, `{"Data":{"message":1}}`,
-		`{"Data":{"message":null}}`, `{"Data":{"message":[1]}}`, `{"Data":{"message":"x"},"Metadata":{"DequeueCount":"two"}}`,
-		`{"Data":{"message":"x"},"Metadata":{"DequeueCount":-1}}`} {
+		`{"Data":{"message":null}}`, `{"Data":{"message":[1]}}`} {
 		if inv, err := DecodeInvocation([]byte(bad)); !errors.Is(err, ErrBadInvocation) {
 			t.Errorf("DecodeInvocation(%s) = %+v, %v; want ErrBadInvocation", bad, inv, err)
+		}
+	}
+	// Metadata the message does not need is reported, not fatal.
+	for _, meta := range []string{`{"DequeueCount":"two"}`, `{"DequeueCount":-1}`} {
+		inv, err := DecodeInvocation([]byte(`{"Data":{"message":"x"},"Metadata":` + meta + `}`))
+		if err != nil || string(inv.Message) != "x" || inv.DequeueCount != 0 || !strings.Contains(inv.MetadataErr, "Metadata.DequeueCount") {
+			t.Errorf("DecodeInvocation(Metadata %s) = %+v, %v; want the message, DequeueCount 0 and MetadataErr naming it", meta, inv, err)
 		}
 	}
 }
