@@ -18,7 +18,7 @@ import (
 // (1 or 0 on each line, so that a metric's Sum is the counter's rise),
 // declared in an _aws object so that CloudWatch Logs extracts them as
 // metrics, with no collector. The Terraform module's dashboard and alarms
-// read these names (terraform/monitoring.json; TestMonitoringNamesEmitted).
+// read these names (terraform/monitoring/panels.json; TestMonitoringNamesEmitted).
 
 // emfMetric is one entry of the _aws directive's Metrics.
 type emfMetric struct {
