@@ -29,6 +29,9 @@ type Attempt struct {
 	// Hedge marks an attempt started beside a still-running one when its
 	// per-try Timeout fired (hedge_on_per_try_timeout; Stats.Hedges).
 	Hedge bool `json:"-"`
+	// Ejected marks the attempt whose failure ejected its host from the
+	// route (Ejector; Stats.Ejections): the per-request log line counts it.
+	Ejected bool `json:"-"`
 }
 
 // Reason says why a request ended without a response to pass through.

@@ -96,7 +96,11 @@ func (f *Forwarder) recordHost(route *Route, host *url.URL, ar *attemptResult) {
 	if f.Ejector == nil || ar.clientGone || ar.authErr != nil || ar.chosen() {
 		return // not the host's doing
 	}
-	if f.Ejector.record(route, host, &ar.record, time.Now()) && f.Stats != nil {
+	if !f.Ejector.record(route, host, &ar.record, time.Now()) {
+		return
+	}
+	ar.record.Ejected = true
+	if f.Stats != nil {
 		f.Stats.Ejections.Add(1)
 	}
 }

@@ -26,7 +26,7 @@ func TestEjection(t *testing.T) {
 		ej := &Ejector{}
 		f := &Forwarder{Transport: stub, Stats: stats, Ejector: ej}
 		route := &Route{Prefix: "/", Hosts: mustHosts(t, "a", "b", "c"), MaxAttempts: 3, EjectAfterFailures: 2, EjectFor: 10 * time.Second}
-		do := func() (time.Duration, string) {
+		do := func() (time.Duration, string, string) {
 			t.Helper()
 			now := time.Now()
 			stub.mu.Lock()
@@ -39,7 +39,13 @@ func TestEjection(t *testing.T) {
 				t.Fatalf("Forward: %v", err)
 			}
 			res.Response.Body.Close()
-			return time.Since(now), strings.Join(stub.hosts(), ",")
+			var marked []string // the attempts whose failure ejected their host
+			for _, a := range res.Attempts {
+				if a.Ejected {
+					marked = append(marked, a.Host)
+				}
+			}
+			return time.Since(now), strings.Join(stub.hosts(), ","), strings.Join(marked, ",")
 		}
 		steps := []struct {
 			name        string
@@ -47,20 +53,24 @@ func TestEjection(t *testing.T) {
 			wantElapsed time.Duration
 			wantHosts   string
 			wantEjected string // ejected hosts after it, with the time left
+			wantMarked  string // its attempts marked Ejected (the request line's ejections)
 		}{
-			{"first timeout", 0, time.Second, "a,b", ""},
-			{"second timeout ejects a", 0, time.Second, "a,b", "a 10s"},
-			{"a is tried last", 0, 0, "b", "a 10s"},
-			{"still out just before its time", 10*time.Second - 1, 0, "b", "a 1ns"},
-			{"back after ejectForMs", 1, time.Second, "a,b", ""},
-			{"a repeat ejection doubles", 0, time.Second, "a,b", "a 20s"},
-			{"tried last again", 19 * time.Second, 0, "b", "a 1s"},
+			{"first timeout", 0, time.Second, "a,b", "", ""},
+			{"second timeout ejects a", 0, time.Second, "a,b", "a 10s", "a"},
+			{"a is tried last", 0, 0, "b", "a 10s", ""},
+			{"still out just before its time", 10*time.Second - 1, 0, "b", "a 1ns", ""},
+			{"back after ejectForMs", 1, time.Second, "a,b", "", ""},
+			{"a repeat ejection doubles", 0, time.Second, "a,b", "a 20s", "a"},
+			{"tried last again", 19 * time.Second, 0, "b", "a 1s", ""},
 		}
 		for _, s := range steps {
 			time.Sleep(s.before)
-			elapsed, hosts := do()
+			elapsed, hosts, marked := do()
 			if elapsed != s.wantElapsed || hosts != s.wantHosts {
 				t.Errorf("%s: took %v via %s; want %v via %s", s.name, elapsed, hosts, s.wantElapsed, s.wantHosts)
+			}
+			if marked != s.wantMarked {
+				t.Errorf("%s: attempts marked Ejected: %q; want %q", s.name, marked, s.wantMarked)
 			}
 			var ejected []string
 			for _, e := range ej.Ejected(time.Now()) {

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/zclconf/go-cty/cty"
 )
 
 // The dashboard (terraform/aws) and the workbook (terraform/azure) are
@@ -34,8 +36,19 @@ const gatewayLines = `AppTraces | where Message contains_cs '"msg":"request' | e
 // description's queries.
 const asyncEndLines = `AppTraces | where Message contains_cs '"msg":"async request ended"' | extend j = parse_json(substring(Message, indexof(Message, '{')))`
 
+// continuationLines is the KQL for the lines of the queue-triggered
+// continuation invocations on Azure that say how long their message waited
+// (queueAgeMs: now − the message's InsertionTime), each parsed as j: the
+// {continuations} of the description's queries. The Azure module's
+// continuation-age alert uses the same text (local.continuation_lines).
+const continuationLines = `AppTraces | where Message contains_cs '"queueAgeMs":' | extend j = parse_json(substring(Message, indexof(Message, '{')))`
+
 type monitoring struct {
-	About  string  `json:"about"`
+	About  string `json:"about"`
+	Alarms struct {
+		About    string         `json:"about"`
+		Defaults map[string]any `json:"defaults"` // attribute → default (nil: null)
+	} `json:"alarms"`
 	Panels []panel `json:"panels"`
 }
 
@@ -155,7 +168,7 @@ func workbookData(m monitoring) ([]byte, error) {
 		if p.Azure.Query == "" {
 			return nil, fmt.Errorf("panel %q: no azure query", p.Title)
 		}
-		q := strings.NewReplacer("{gateway}", gatewayLines, "{async_ends}", asyncEndLines).Replace(p.Azure.Query)
+		q := strings.NewReplacer("{gateway}", gatewayLines, "{async_ends}", asyncEndLines, "{continuations}", continuationLines).Replace(p.Azure.Query)
 		items = append(items, map[string]any{
 			"type": 3, "name": fmt.Sprintf("panel-%d", i+1), "customWidth": "50",
 			"content": map[string]any{
@@ -195,7 +208,7 @@ var templateRef = regexp.MustCompile(`\$\{([^}]*)\}`)
 // TestMonitoringGenerated: the dashboard's and the workbook's templates are
 // what the description makes; each uses only the variables its module
 // passes, and passes them all; the Azure alerts read the same log lines as
-// the workbook.
+// the workbook (the request lines and the continuation lines).
 func TestMonitoringGenerated(t *testing.T) {
 	m := loadMonitoring(t)
 	dash, err := dashboardBody(m)
@@ -255,11 +268,68 @@ func TestMonitoringGenerated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := e.localValue("gateway_lines")
-	if err != nil {
-		t.Fatal(err)
+	for local, want := range map[string]string{"gateway_lines": gatewayLines, "continuation_lines": continuationLines} {
+		v, err := e.localValue(local)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := text(v); !ok || got != want {
+			t.Errorf("azure local.%s = %q; want the workbook's %q", local, got, want)
+		}
 	}
-	if got, ok := text(v); !ok || got != gatewayLines {
-		t.Errorf("azure local.gateway_lines = %q; want the workbook's %q", got, gatewayLines)
+}
+
+// alarmsOnlyIn are the alarms attributes one module has and the other has
+// not: Azure's account-wide queue message count stands in where AWS has a
+// per-queue metric.
+var alarmsOnlyIn = map[string]string{"queue_messages": "azure"}
+
+// TestAlarmDefaults: both modules take the alarms' recipient and thresholds
+// as one alarms object whose attributes and defaults are the description's.
+func TestAlarmDefaults(t *testing.T) {
+	m := loadMonitoring(t)
+	if len(m.Alarms.Defaults) == 0 {
+		t.Fatalf("%s: no alarms.defaults", monitoringDescription)
+	}
+	for _, dir := range []string{"aws", "azure"} {
+		mod, err := loadModule(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := mod.vars["alarms"]
+		if v == nil || v.def == cty.NilVal || !v.def.Type().IsObjectType() {
+			t.Errorf("%s: no alarms variable with an object default", dir)
+			continue
+		}
+		for name, want := range m.Alarms.Defaults {
+			if only, ok := alarmsOnlyIn[name]; ok && only != dir {
+				if v.def.Type().HasAttribute(name) {
+					t.Errorf("%s: alarms.%s is %s's only", dir, name, only)
+				}
+				continue
+			}
+			if !v.def.Type().HasAttribute(name) {
+				t.Errorf("%s: alarms has no %s", dir, name)
+				continue
+			}
+			got := v.def.GetAttr(name)
+			switch w := want.(type) {
+			case nil:
+				if !got.IsNull() {
+					t.Errorf("%s: alarms.%s defaults to %#v; want null", dir, name, got)
+				}
+			case float64:
+				if got.IsNull() || got.Type() != cty.Number || !got.Equals(cty.NumberFloatVal(w)).True() {
+					t.Errorf("%s: alarms.%s defaults to %#v; want %v", dir, name, got, w)
+				}
+			default:
+				t.Errorf("%s: alarms.defaults.%s = %v: want a number or null", monitoringDescription, name, want)
+			}
+		}
+		for name := range v.def.Type().AttributeTypes() {
+			if _, ok := m.Alarms.Defaults[name]; !ok {
+				t.Errorf("%s: alarms.%s is not in %s's alarms.defaults", dir, name, monitoringDescription)
+			}
+		}
 	}
 }

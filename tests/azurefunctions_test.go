@@ -109,6 +109,18 @@ func DeliverContinuation(tb testing.TB, g *Gateway, text string, asObject bool, 
 	if asObject {
 		data = json.RawMessage(text)
 	}
+	return deliver(tb, g, data, dequeueCount, time.Now())
+}
+
+// deliverContinuationAt is DeliverContinuation of a message text the queue
+// received at inserted (the metadata's InsertionTime).
+func deliverContinuationAt(tb testing.TB, g *Gateway, text string, dequeueCount int, inserted time.Time) int {
+	tb.Helper()
+	return deliver(tb, g, json.RawMessage(strconv.Quote(text)), dequeueCount, inserted)
+}
+
+func deliver(tb testing.TB, g *Gateway, data json.RawMessage, dequeueCount int, inserted time.Time) int {
+	tb.Helper()
 	now := time.Now().UTC()
 	payload, err := json.Marshal(map[string]any{
 		"Data": map[string]any{"message": data},
@@ -116,7 +128,7 @@ func DeliverContinuation(tb testing.TB, g *Gateway, text string, asObject bool, 
 			"DequeueCount":    dequeueCount,
 			"ExpirationTime":  now.Add(7 * 24 * time.Hour).Format(time.RFC3339),
 			"Id":              newInvocationID(),
-			"InsertionTime":   now.Format(time.RFC3339),
+			"InsertionTime":   inserted.UTC().Format(time.RFC3339),
 			"NextVisibleTime": now.Add(10 * time.Minute).Format(time.RFC3339),
 			"PopReceipt":      "AgAAAAMAAAAAAAAAAgtnj8x+1QE=",
 			"sys":             map[string]any{"MethodName": "continuation", "UtcNow": now.Format(time.RFC3339Nano), "RandGuid": newInvocationID()},

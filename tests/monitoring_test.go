@@ -34,6 +34,7 @@ type emitted struct {
 	lineKeys      map[string]bool // the plain per-request and async end lines' fields (no EmfNamespace, as on Azure)
 	rawLines      []string        // the plain per-request lines, as written
 	endLines      []string        // the plain async end lines, as written
+	contLines     []string        // the Azure continuation invocations' lines that carry queueAgeMs, as written
 	otherLines    []string        // the plain gateway's other lines
 }
 
@@ -41,13 +42,16 @@ const testEMFNamespace = "Gateway/Names"
 
 // runForNames runs two gateways, one with EmfNamespace and OpenTelemetry as
 // the AWS module configures it, one plain as on Azure, sends each a request
-// on a route the TTL ends and one on no route, and an async request the TTL
-// ends, and collects what they emit.
+// on a route the TTL ends and one on no route, one that a hedge joins before
+// the TTL ends it, one whose refused connection ejects its host, and an
+// async request the TTL ends, and collects what they emit.
 func runForNames(t *testing.T) emitted {
 	t.Helper()
 	j := emulators.StartCollector(t)
 	backend := newHangingTraceBackend(t)
-	routes := `[{"prefix":"/api"}]`
+	routes := `[{"prefix":"/api"},` +
+		`{"prefix":"/hedge","timeoutMs":50,"maxAttempts":2,"hedgeOnPerTryTimeout":true},` +
+		`{"prefix":"/eject","hosts":["` + deadAddr(t) + `"],"ejectAfterFailures":1}]`
 	env := otelEnv(j)
 	env["OTEL_METRIC_EXPORT_INTERVAL"] = "100"
 	env["EmfNamespace"] = testEMFNamespace
@@ -67,14 +71,48 @@ func runForNames(t *testing.T) emitted {
 			}
 		}
 	}
-	isRequest := func(m map[string]any) bool { return m["msg"] == "request" && m["path"] == "/y" }
-	emf.WaitLog(t, 10*time.Second, isRequest)
-	plain.WaitLog(t, 10*time.Second, isRequest)
+	for _, gw := range []*Gateway{emf, plain} {
+		// The hedge starts when the first attempt's 50 ms Timeout fires;
+		// the TTL, ten times that, ends both.
+		if resp, body, _ := Do(t, "GET", gw.URL+"/hedge/x", map[string]string{"S7PTTL": "0.5"}, ""); resp.StatusCode != 504 {
+			t.Fatalf("GET /hedge/x = %d %s; want 504 TTLExpired", resp.StatusCode, body)
+		}
+		if resp, body, _ := Do(t, "GET", gw.URL+"/eject/x", nil, ""); resp.StatusCode != 502 {
+			t.Fatalf("GET /eject/x = %d %s; want 502 BackendUnavailable", resp.StatusCode, body)
+		}
+	}
+	isRequest := func(path string) func(m map[string]any) bool {
+		return func(m map[string]any) bool { return m["msg"] == "request" && m["path"] == path }
+	}
+	for _, gw := range []*Gateway{emf, plain} {
+		for path, field := range map[string]string{"/y": "", "/hedge/x": "hedges", "/eject/x": "ejections"} {
+			line := gw.WaitLog(t, 10*time.Second, isRequest(path))
+			// The line of the request a hedge joined, or whose failure
+			// ejected its host, counts it (the EMF line as a metric).
+			if n, _ := line[field].(float64); field != "" && n != 1 {
+				t.Errorf("GET %s: log line %s = %v; want 1 (line %v)", path, field, line[field], line)
+			}
+		}
+	}
 	// An async request the TTL ends: its end line (in whichever state).
 	isEnd := func(m map[string]any) bool { return m["msg"] == "async request ended" }
 	for _, gw := range []*Gateway{emf, plain} {
 		submitAsync(t, gw.URL, "/api/x", map[string]string{"S7PTTL": "0.2"})
 		gw.WaitLog(t, 30*time.Second, isEnd)
+	}
+
+	// On Azure a continuation's invocation line says how long its message
+	// waited: the host's InsertionTime, 90 s before the delivery here. The
+	// age is said whatever becomes of the message: here async is off (an
+	// Azure host's store is Azure Storage), so it is left to the queue.
+	azure := StartAzureHandler(t, map[string]string{"Hosts": backend.URL})
+	msg := `{"v":1,"id":"0123456789abcdef0123456789abcdef"}`
+	if got := deliverContinuationAt(t, azure, msg, 1, time.Now().Add(-90*time.Second)); got != 503 {
+		t.Fatalf("continuation with async off = %d; want 503 (left to the queue)", got)
+	}
+	line := azure.WaitLog(t, 10*time.Second, func(m map[string]any) bool { return m["msg"] == "continuation not run" })
+	if age, _ := line["queueAgeMs"].(float64); age < 90000 {
+		t.Errorf("continuation line queueAgeMs = %v; want 90000 or more (line %v)", line["queueAgeMs"], line)
 	}
 
 	e := emitted{emfNamespaces: map[string]bool{}, emfMetrics: map[string]bool{}, emfDims: map[string]bool{}, lineKeys: map[string]bool{}}
@@ -109,22 +147,28 @@ func runForNames(t *testing.T) emitted {
 			}
 		}
 	}
-	for _, line := range plain.logs.Lines() {
+	for _, line := range append(plain.logs.Lines(), azure.logs.Lines()...) {
 		var m map[string]any
-		if json.Unmarshal([]byte(line), &m) != nil || (m["msg"] != "request" && m["msg"] != "async request ended") {
+		if json.Unmarshal([]byte(line), &m) != nil {
 			e.otherLines = append(e.otherLines, line)
 			continue
 		}
-		if m["msg"] == "request" {
+		switch _, age := m["queueAgeMs"]; {
+		case m["msg"] == "request":
 			e.rawLines = append(e.rawLines, line)
-		} else {
+		case m["msg"] == "async request ended":
 			e.endLines = append(e.endLines, line)
+		case age:
+			e.contLines = append(e.contLines, line)
+		default:
+			e.otherLines = append(e.otherLines, line)
+			continue
 		}
 		for k := range m {
 			e.lineKeys[k] = true
 		}
 	}
-	if len(e.emfMetrics) == 0 || !e.emfDims["route"] || len(e.rawLines) == 0 || ends == 0 || len(e.endLines) == 0 {
+	if len(e.emfMetrics) == 0 || !e.emfDims["route"] || len(e.rawLines) == 0 || ends == 0 || len(e.endLines) == 0 || len(e.contLines) == 0 {
 		t.Fatalf("the gateways emitted no EMF metrics, no route dimension or no plain lines: %+v", e)
 	}
 
@@ -224,32 +268,49 @@ func awsRefs(t *testing.T) gatewayRefs {
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
+	// The alarms are one for_each over local.metric_alarms: each entry
+	// names its namespace, metric_name and dimensions.
+	var alarms *hclsyntax.ObjectConsExpr
 	for _, b := range f.Body.(*hclsyntax.Body).Blocks {
-		if b.Type != "resource" || b.Labels[0] != "aws_cloudwatch_metric_alarm" {
+		if b.Type == "locals" {
+			if a, ok := b.Body.Attributes["metric_alarms"]; ok {
+				alarms, _ = a.Expr.(*hclsyntax.ObjectConsExpr)
+			}
+		}
+	}
+	if alarms == nil || len(alarms.Items) == 0 {
+		t.Fatal("terraform/aws/monitoring.tf: no local.metric_alarms object of alarms")
+	}
+	for _, item := range alarms.Items {
+		where := "alarm " + strings.Trim(exprText(src, item.KeyExpr), `"`)
+		obj, ok := item.ValueExpr.(*hclsyntax.ObjectConsExpr)
+		if !ok {
+			t.Errorf("%s is not an object", where)
 			continue
 		}
-		where := "alarm " + b.Labels[1]
-		ns, ok := b.Body.Attributes["namespace"]
+		attrs := map[string]hclsyntax.Expression{}
+		for _, a := range obj.Items {
+			attrs[strings.Trim(exprText(src, a.KeyExpr), `"`)] = a.ValueExpr
+		}
+		ns, ok := attrs["namespace"]
 		if !ok {
 			t.Errorf("%s has no namespace", where)
 			continue
 		}
-		if exprText(src, ns.Expr) != "var.emf_namespace" {
+		if exprText(src, ns) != "var.emf_namespace" {
 			continue // an AWS namespace
 		}
-		mn, ok := b.Body.Attributes["metric_name"]
+		mn, ok := attrs["metric_name"]
 		if !ok {
 			t.Errorf("%s has no metric_name", where)
 			continue
 		}
-		name := strings.Trim(exprText(src, mn.Expr), `"`)
+		name := strings.Trim(exprText(src, mn), `"`)
 		r.metrics[name] = append(r.metrics[name], where)
-		if d, ok := b.Body.Attributes["dimensions"]; ok {
-			if obj, ok := d.Expr.(*hclsyntax.ObjectConsExpr); ok {
-				for _, item := range obj.Items {
-					k := strings.Trim(exprText(src, item.KeyExpr), `"`)
-					r.dims[k] = append(r.dims[k], where)
-				}
+		if d, ok := attrs["dimensions"].(*hclsyntax.ObjectConsExpr); ok {
+			for _, item := range d.Items {
+				k := strings.Trim(exprText(src, item.KeyExpr), `"`)
+				r.dims[k] = append(r.dims[k], where)
 			}
 		}
 	}
@@ -344,14 +405,24 @@ func TestMonitoringNamesEmitted(t *testing.T) {
 	if len(az.filters) == 0 {
 		t.Errorf("the Azure module selects the request lines with no filter this test knows (%s)", lineRef)
 	}
-	// A filter selects either every per-request line or every async end
-	// line, and no other line.
+	// A filter selects every line of one kind (per-request, async end,
+	// continuation), and no other line.
+	kinds := []struct {
+		name  string
+		lines []string
+	}{{"per-request", e.rawLines}, {"async end", e.endLines}, {"continuation", e.contLines}}
 	for filter, where := range az.filters {
-		lines, others := e.rawLines, append(append([]string(nil), e.otherLines...), e.endLines...)
-		kind := "per-request"
-		if len(e.endLines) > 0 && strings.Contains(e.endLines[0], filter) {
-			lines, others = e.endLines, append(append([]string(nil), e.otherLines...), e.rawLines...)
-			kind = "async end"
+		k := 0
+		for i, kd := range kinds {
+			if strings.Contains(kd.lines[0], filter) {
+				k = i
+			}
+		}
+		kind, lines, others := kinds[k].name, kinds[k].lines, append([]string(nil), e.otherLines...)
+		for i, kd := range kinds {
+			if i != k {
+				others = append(others, kd.lines...)
+			}
 		}
 		for _, line := range lines {
 			if !strings.Contains(line, filter) {

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"fngateway/adapters/httpapi"
@@ -37,16 +38,59 @@ type Invocation struct {
 	// Message is the queue message's text (the host has already decoded
 	// the queue's base64).
 	Message []byte
-	// MessageID and DequeueCount are the message's, from Metadata.
+	// MessageID and DequeueCount are the message's, from Metadata
+	// (DequeueCount 0 when absent or unreadable).
 	MessageID    string
 	DequeueCount int
+	// InsertedAt is when the message was added to the queue (Metadata's
+	// InsertionTime, the queue trigger's message metadata); zero when the
+	// host did not say or said it in a form this does not read.
+	InsertedAt time.Time
+	// MetadataErr names the metadata fields that were missing or could not
+	// be read (InsertionTime, DequeueCount), "" when none. None fails the
+	// invocation: the message is run all the same.
+	MetadataErr string
+}
+
+// QueueAge is how long the message waited in the queue before this
+// delivery reached the gateway at now: now − InsertedAt, never negative
+// (the host's clock and this instance's may differ). ok is false when
+// InsertedAt is unknown.
+func (inv Invocation) QueueAge(now time.Time) (age time.Duration, ok bool) {
+	if inv.InsertedAt.IsZero() {
+		return 0, false
+	}
+	return max(now.Sub(inv.InsertedAt), 0), true
+}
+
+// insertionTime reads Metadata.InsertionTime: an RFC 3339 time (the host
+// writes a DateTimeOffset, "2024-05-01T10:00:00+00:00"), as a JSON string,
+// possibly quoted once more as DequeueCount may be. An absent or
+// unreadable value is an error naming it, for the log line.
+func insertionTime(raw json.RawMessage) (time.Time, error) {
+	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		return time.Time{}, errors.New("Metadata.InsertionTime is missing")
+	}
+	var text string
+	if err := json.Unmarshal(raw, &text); err != nil {
+		return time.Time{}, fmt.Errorf("Metadata.InsertionTime %.40q is not a string", raw)
+	}
+	text = strings.Trim(text, `" `)
+	t, err := time.Parse(time.RFC3339Nano, text)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("Metadata.InsertionTime %.40q is not an RFC 3339 time", text)
+	}
+	return t, nil
 }
 
 // DecodeInvocation reads the host's request payload for a queue-triggered
 // custom-handler function:
 //
 //	{"Data":{"message":"{\"v\":1,\"id\":\"…\"}"},
-//	 "Metadata":{"DequeueCount":1,"Id":"…","PopReceipt":"…","sys":{…},…}}
+//	 "Metadata":{"DequeueCount":1,"Id":"…","InsertionTime":"…","PopReceipt":"…","sys":{…},…}}
+//
+// Metadata the message does not need to run (InsertionTime, DequeueCount),
+// missing or malformed, is reported in MetadataErr, not as an error.
 //
 // The message text arrives as a JSON string, or, when the text is itself
 // JSON, possibly as that JSON value: an object is taken as the message's
@@ -55,8 +99,9 @@ func DecodeInvocation(body []byte) (Invocation, error) {
 	var env struct {
 		Data     map[string]json.RawMessage `json:"Data"`
 		Metadata struct {
-			DequeueCount json.RawMessage `json:"DequeueCount"`
-			ID           string          `json:"Id"`
+			DequeueCount  json.RawMessage `json:"DequeueCount"`
+			ID            string          `json:"Id"`
+			InsertionTime json.RawMessage `json:"InsertionTime"`
 		} `json:"Metadata"`
 	}
 	if err := json.Unmarshal(body, &env); err != nil {
@@ -67,13 +112,21 @@ func DecodeInvocation(body []byte) (Invocation, error) {
 		return Invocation{}, fmt.Errorf("%w: no Data.%s", ErrBadInvocation, BindingName)
 	}
 	inv := Invocation{MessageID: env.Metadata.ID}
+	var problems []string
 	if n := bytes.Trim(env.Metadata.DequeueCount, `" `); len(n) > 0 {
 		c, err := strconv.Atoi(string(n))
 		if err != nil || c < 0 {
-			return Invocation{}, fmt.Errorf("%w: Metadata.DequeueCount %.20q is not a count", ErrBadInvocation, n)
+			problems = append(problems, fmt.Sprintf("Metadata.DequeueCount %.20q is not a count", n))
+		} else {
+			inv.DequeueCount = c
 		}
-		inv.DequeueCount = c
 	}
+	if t, err := insertionTime(env.Metadata.InsertionTime); err != nil {
+		problems = append(problems, err.Error())
+	} else {
+		inv.InsertedAt = t
+	}
+	inv.MetadataErr = strings.Join(problems, "; ")
 	raw = bytes.TrimSpace(raw)
 	switch {
 	case len(raw) > 0 && raw[0] == '"':
@@ -137,6 +190,15 @@ func (s *Server) serveContinuation(w http.ResponseWriter, r *http.Request, arriv
 		return
 	}
 	attrs = append(attrs, slog.String("messageId", httpapi.LogValue(inv.MessageID, httpapi.MaxLogValue)), slog.Int("dequeueCount", inv.DequeueCount))
+	// How long the continuation waited in the queue: Azure Queue Storage
+	// has no age metric, so the workbook and the continuation-age alert
+	// read this field.
+	if age, ok := inv.QueueAge(arrival); ok {
+		attrs = append(attrs, slog.Int64("queueAgeMs", age.Milliseconds()))
+	}
+	if inv.MetadataErr != "" {
+		attrs = append(attrs, slog.String("metadataErr", httpapi.LogValue(inv.MetadataErr, httpapi.MaxLogValue)))
+	}
 	if s.Continuations == nil {
 		msg := "async is off (AsyncModeEnabled=false): the continuation is left to the queue's retries and poison queue"
 		clog.Log(ctx, log, slog.LevelError, "continuation not run", append(attrs, slog.String("err", msg))...)

@@ -12,12 +12,13 @@ import (
 
 // The per-request log line in CloudWatch Embedded Metric Format (setting
 // EmfNamespace, CONTRACT §7): the line's own durationMs and attempts, plus
-// the timeouts of its attempts by source, its retries, how it ended and
+// the timeouts of its attempts by source, its retries, hedges and
+// ejections (the attempts whose failure ejected their host), how it ended and
 // whether it was handed off to async, under the names of /_gateway/stats
 // (1 or 0 on each line, so that a metric's Sum is the counter's rise),
 // declared in an _aws object so that CloudWatch Logs extracts them as
 // metrics, with no collector. The Terraform module's dashboard and alarms
-// read these names (terraform/monitoring.json; TestMonitoringNamesEmitted).
+// read these names (terraform/monitoring/panels.json; TestMonitoringNamesEmitted).
 
 // emfMetric is one entry of the _aws directive's Metrics.
 type emfMetric struct {
@@ -31,6 +32,7 @@ var emfMetrics = []emfMetric{
 	{"attempts", "Count"},
 	{"retries", "Count"},
 	{"hedges", "Count"},
+	{"ejections", "Count"},
 	{"attempt_timeout_ttl", "Count"},
 	{"attempt_timeout_per_try", "Count"},
 	{"attempt_timeout_function_limit", "Count"},
@@ -62,24 +64,41 @@ type emfDirective struct {
 	} `json:"CloudWatchMetrics"`
 }
 
-// logEMF writes the per-request line with the EMF directive and values.
-// The route, when it has a prefix, is a dimension; every line also counts
-// in the namespace's dimensionless series.
-func (h *Handler) logEMF(ctx context.Context, hd slog.Handler, now time.Time, level slog.Level, msg string, attrs []slog.Attr, lg *requestLog) {
-	var ttl, perTry, limit, hedges int64
-	for _, a := range lg.timeline {
-		if a.Hedge {
-			hedges++
-		}
+// timelineCounts are what a request's attempts say, for its log line.
+type timelineCounts struct {
+	// hedges: attempts started beside a running one (Attempt.Hedge).
+	hedges int64
+	// ejections: attempts whose failure ejected their host (Attempt.Ejected).
+	ejections int64
+	// ttl, perTry, limit: attempts cut by each deadline (Attempt.Cause).
+	ttl, perTry, limit int64
+}
+
+// countTimeline counts the hedges, ejections and deadline cuts of the
+// attempts tl.
+func countTimeline(tl []core.Attempt) timelineCounts {
+	var c timelineCounts
+	for _, a := range tl {
+		c.hedges += one(a.Hedge)
+		c.ejections += one(a.Ejected)
 		switch a.Cause {
 		case core.CauseTTL:
-			ttl++
+			c.ttl++
 		case core.CauseTimeout:
-			perTry++
+			c.perTry++
 		case core.CauseFunctionLimit:
-			limit++
+			c.limit++
 		}
 	}
+	return c
+}
+
+// logEMF writes the per-request line with the EMF directive and values.
+// The route, when it has a prefix, is a dimension; every line also counts
+// in the namespace's dimensionless series. attrs already carry durationMs,
+// attempts, hedges and ejections (the plain line's fields); tl are the
+// attempts' counts.
+func (h *Handler) logEMF(ctx context.Context, hd slog.Handler, now time.Time, level slog.Level, msg string, attrs []slog.Attr, lg *requestLog, tl timelineCounts) {
 	dims := [][]string{{}}
 	if lg.route != "" {
 		dims = append(dims, []string{"route"})
@@ -89,10 +108,9 @@ func (h *Handler) logEMF(ctx context.Context, hd slog.Handler, now time.Time, le
 	rec.AddAttrs(attrs...)
 	rec.AddAttrs(
 		slog.Int64("retries", int64(max(lg.attempts-1, 0))),
-		slog.Int64("hedges", hedges),
-		slog.Int64("attempt_timeout_ttl", ttl),
-		slog.Int64("attempt_timeout_per_try", perTry),
-		slog.Int64("attempt_timeout_function_limit", limit),
+		slog.Int64("attempt_timeout_ttl", tl.ttl),
+		slog.Int64("attempt_timeout_per_try", tl.perTry),
+		slog.Int64("attempt_timeout_function_limit", tl.limit),
 		slog.Int64("requests", 1),
 	)
 	ended := lg.reason.EndName()

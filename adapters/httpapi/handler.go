@@ -525,6 +525,7 @@ func (h *Handler) log(ctx context.Context, r *http.Request, arrival time.Time, l
 	if lg.code == "StreamCut" || lg.code == "BackendCut" || lg.code == "ResponseTooLarge" && lg.err != "" {
 		level, msg = slog.LevelWarn, "request stream cut"
 	}
+	tl := countTimeline(lg.timeline)
 	attrs := [...]slog.Attr{
 		slog.String("method", LogValue(r.Method, MaxLogValue)), // the client's: bounded
 		slog.String("path", LogValue(r.URL.Path, MaxLogValue)),
@@ -535,6 +536,8 @@ func (h *Handler) log(ctx context.Context, r *http.Request, arrival time.Time, l
 		slog.String("deadline", lg.fired),
 		slog.String("async", lg.async),
 		slog.Int64("durationMs", now.Sub(arrival).Milliseconds()),
+		slog.Int64("hedges", tl.hedges),
+		slog.Int64("ejections", tl.ejections),
 		slog.String("err", lg.err),
 	}
 	n := len(attrs)
@@ -560,7 +563,7 @@ func (h *Handler) log(ctx context.Context, r *http.Request, arrival time.Time, l
 		return
 	}
 	if h.Settings.EmfNamespace != "" {
-		h.logEMF(ctx, hd, now, level, msg, line, lg)
+		h.logEMF(ctx, hd, now, level, msg, line, lg, tl)
 		return
 	}
 	if jh, ok := hd.(*jsonLogHandler); ok {

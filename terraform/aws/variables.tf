@@ -179,69 +179,28 @@ variable "log_retention_days" {
 
 # --- monitoring (monitoring.tf; docs/operations.md) ---------------------------
 
-variable "alarm_email" {
-  description = "An e-mail address the alarms notify through an SNS topic the module creates (the address must confirm the subscription); null creates no topic and the alarms notify nobody."
-  type        = string
-  default     = null
+variable "alarms" {
+  description = "The alarms' recipient and thresholds (docs/operations.md#alarms), each over 5 minutes: email, an address the alarms notify through an SNS topic the module creates (it must confirm the subscription; null: no topic, the alarms notify nobody); dead_letters, the most messages in the continuations' dead-letter queue (ApproximateNumberOfMessagesVisible; 0: any); continuation_age_secs, the longest the oldest continuation may wait (ApproximateAgeOfOldestMessage; null: a quarter of async_ttl_secs, at most 900); function_limit_endings, requests ended 504 FunctionLimit (needs emf_namespace); function_errors, invocations the function failed; throttles, invocations refused for want of concurrency."
+  # One object, the same in both modules: its attributes' defaults are the
+  # alarm defaults of terraform/monitoring/panels.json (TestAlarmDefaults).
+  type = object({
+    email                  = optional(string)
+    dead_letters           = optional(number, 0)
+    continuation_age_secs  = optional(number)
+    function_limit_endings = optional(number, 0)
+    function_errors        = optional(number, 0)
+    throttles              = optional(number, 0)
+  })
+  default  = {}
+  nullable = false
 
   validation {
-    condition     = var.alarm_email == null || can(regex("^[^@\\s]+@[^@\\s]+$", var.alarm_email))
-    error_message = "The alarm_email value must be an e-mail address, or null."
+    condition     = var.alarms.email == null || can(regex("^[^@\\s]+@[^@\\s]+$", coalesce(var.alarms.email, "-")))
+    error_message = "The alarms.email value must be an e-mail address, or null."
   }
-}
-
-variable "alarm_dead_letters" {
-  description = "Alarm when the continuations' dead-letter queue holds more than this many messages (its ApproximateNumberOfMessagesVisible, the most over 5 minutes). 0: any dead letter."
-  type        = number
-  default     = 0
-
   validation {
-    condition     = var.alarm_dead_letters >= 0
-    error_message = "The alarm_dead_letters value must be 0 or more."
-  }
-}
-
-variable "alarm_continuation_age_secs" {
-  description = "Alarm when the oldest continuation waiting has waited longer than this, in seconds (the continuation queue's ApproximateAgeOfOldestMessage, the most over 5 minutes)."
-  type        = number
-  default     = 900
-
-  validation {
-    condition     = var.alarm_continuation_age_secs > 0
-    error_message = "The alarm_continuation_age_secs value must be more than 0."
-  }
-}
-
-variable "alarm_function_limit_endings" {
-  description = "Alarm when more than this many requests in 5 minutes ended 504 FunctionLimit (the EMF metric end_function_limit; no alarm with emf_namespace = null). 0: any."
-  type        = number
-  default     = 0
-
-  validation {
-    condition     = var.alarm_function_limit_endings >= 0
-    error_message = "The alarm_function_limit_endings value must be 0 or more."
-  }
-}
-
-variable "alarm_function_errors" {
-  description = "Alarm when more than this many invocations in 5 minutes failed in the function itself (AWS/Lambda Errors). 0: any."
-  type        = number
-  default     = 0
-
-  validation {
-    condition     = var.alarm_function_errors >= 0
-    error_message = "The alarm_function_errors value must be 0 or more."
-  }
-}
-
-variable "alarm_throttles" {
-  description = "Alarm when more than this many invocations in 5 minutes were throttled (AWS/Lambda Throttles). 0: any."
-  type        = number
-  default     = 0
-
-  validation {
-    condition     = var.alarm_throttles >= 0
-    error_message = "The alarm_throttles value must be 0 or more."
+    condition     = alltrue([for k in ["dead_letters", "function_limit_endings", "function_errors", "throttles"] : var.alarms[k] != null && var.alarms[k] >= 0]) && (var.alarms.continuation_age_secs == null || coalesce(var.alarms.continuation_age_secs, 0) > 0)
+    error_message = "The alarms thresholds must be 0 or more (continuation_age_secs more than 0, or null)."
   }
 }
 

@@ -14,7 +14,15 @@ locals {
   # The gateway's per-request log lines ("request" and "request stream
   # cut"), each parsed as j (the workbook's {gateway}).
   gateway_lines = "AppTraces | where Message contains_cs '\"msg\":\"request' | extend j = parse_json(substring(Message, indexof(Message, '{')))"
-  alert_actions = [azurerm_monitor_action_group.alerts.id]
+  # The continuation invocations' lines that say how long their message
+  # waited in the queue (queueAgeMs: now − the message's InsertionTime, from
+  # the queue trigger's metadata), each parsed as j (the workbook's
+  # {continuations}).
+  continuation_lines = "AppTraces | where Message contains_cs '\"queueAgeMs\":' | extend j = parse_json(substring(Message, indexof(Message, '{')))"
+  # A continuation that waited a quarter of its request's life has lost a
+  # quarter of its time to finish; 900 s at most, as on AWS.
+  continuation_age_secs = coalesce(var.alarms.continuation_age_secs, min(900, ceil(var.async_ttl_secs / 4)))
+  alert_actions         = [azurerm_monitor_action_group.alerts.id]
 }
 
 resource "azurerm_application_insights_workbook" "gateway" {
@@ -54,7 +62,7 @@ resource "azurerm_monitor_action_group" "alerts" {
   tags                = var.tags
 
   dynamic "email_receiver" {
-    for_each = var.alarm_email == null ? [] : [var.alarm_email]
+    for_each = var.alarms.email == null ? [] : [var.alarms.email]
     content {
       name                    = "operator"
       email_address           = email_receiver.value
@@ -69,25 +77,31 @@ locals {
     dead-letters = {
       description = "Continuations the host moved to the poison queue (docs/operations.md#dead-letters-visible)."
       query       = "AppTraces | where Message contains 'Moving message to queue' and Message contains '${local.poison_queue}'"
-      threshold   = var.alarm_dead_letters
+      threshold   = var.alarms.dead_letters
       severity    = 1
+    }
+    continuation-age = {
+      description = "A continuation had waited in the queue longer than alarms.continuation_age_secs when its invocation received it (docs/operations.md#oldest-continuation)."
+      query       = "${local.continuation_lines} | where toint(j.queueAgeMs) > ${local.continuation_age_secs * 1000}"
+      threshold   = 0
+      severity    = 2
     }
     function-limit = {
       description = "Requests ended by the function's execution limit, 504 FunctionLimit (docs/operations.md#functionlimit-endings)."
       query       = "${local.gateway_lines} | where tostring(j.code) == 'FunctionLimit'"
-      threshold   = var.alarm_function_limit_endings
+      threshold   = var.alarms.function_limit_endings
       severity    = 2
     }
     function-errors = {
       description = "Invocations the function itself failed (docs/operations.md#function-errors)."
       query       = "AppRequests | where Success == false"
-      threshold   = var.alarm_function_errors
+      threshold   = var.alarms.function_errors
       severity    = 2
     }
     throttles = {
       description = "Invocations answered 429 (docs/operations.md#throttles)."
       query       = "AppRequests | where ResultCode == '429'"
-      threshold   = var.alarm_throttles
+      threshold   = var.alarms.throttles
       severity    = 2
     }
   }
@@ -125,12 +139,15 @@ resource "azurerm_monitor_scheduled_query_rules_alert_v2" "gateway" {
 
 # The backlog: Azure Queue Storage has no per-queue depth or age metric, only
 # the account's QueueMessageCount (all its queues, sampled hourly: "Supported
-# metrics for Microsoft.Storage/storageAccounts/queueServices").
+# metrics for Microsoft.Storage/storageAccounts/queueServices"). The
+# continuation-age alert above reads the age the gateway logs when a
+# continuation arrives; a queue nobody drains writes no such line, and this
+# alert is the one that sees it.
 resource "azurerm_monitor_metric_alert" "queue_messages" {
   name                = "${var.name}-queue-messages"
   resource_group_name = var.resource_group_name
   scopes              = ["${azurerm_storage_account.gateway.id}/queueServices/default"]
-  description         = "More messages in the account's queues than alarm_queue_messages (docs/operations.md#oldest-continuation)."
+  description         = "More messages in the account's queues than alarms.queue_messages (docs/operations.md#queue-messages)."
   severity            = 2
   frequency           = "PT1H"
   window_size         = "PT6H"
@@ -140,7 +157,7 @@ resource "azurerm_monitor_metric_alert" "queue_messages" {
     metric_name      = "QueueMessageCount"
     aggregation      = "Maximum"
     operator         = "GreaterThan"
-    threshold        = var.alarm_queue_messages
+    threshold        = var.alarms.queue_messages
   }
 
   action {

@@ -186,69 +186,29 @@ variable "log_retention_days" {
 
 # --- monitoring (monitoring.tf; docs/operations.md) ---------------------------
 
-variable "alarm_email" {
-  description = "An e-mail address the alerts' action group notifies; null: the action group has no receiver (add one in the portal, or use the alerts in Azure Monitor)."
-  type        = string
-  default     = null
+variable "alarms" {
+  description = "The alerts' recipient and thresholds (docs/operations.md#alarms), each over 5 minutes unless said: email, an address the alerts' action group notifies (null: no receiver; add one in the portal); dead_letters, continuations the host moved to the poison queue (its \"Moving message to queue\" line; 0: any); continuation_age_secs, the longest a continuation may have waited when its invocation receives it (the line's queueAgeMs; null: a quarter of async_ttl_secs, at most 900); queue_messages, the most messages in the storage account's queues (QueueMessageCount, all queues, hourly; over 6 hours); function_limit_endings, requests ended 504 FunctionLimit; function_errors, invocations the function failed; throttles, invocations answered 429."
+  # One object, the same in both modules: its attributes' defaults are the
+  # alarm defaults of terraform/monitoring/panels.json (TestAlarmDefaults).
+  type = object({
+    email                  = optional(string)
+    dead_letters           = optional(number, 0)
+    continuation_age_secs  = optional(number)
+    queue_messages         = optional(number, 1000)
+    function_limit_endings = optional(number, 0)
+    function_errors        = optional(number, 0)
+    throttles              = optional(number, 0)
+  })
+  default  = {}
+  nullable = false
 
   validation {
-    condition     = var.alarm_email == null || can(regex("^[^@\\s]+@[^@\\s]+$", var.alarm_email))
-    error_message = "The alarm_email value must be an e-mail address, or null."
+    condition     = var.alarms.email == null || can(regex("^[^@\\s]+@[^@\\s]+$", coalesce(var.alarms.email, "-")))
+    error_message = "The alarms.email value must be an e-mail address, or null."
   }
-}
-
-variable "alarm_dead_letters" {
-  description = "Alert when the host moved more than this many continuations to the poison queue in 5 minutes (its log line \"Moving message to queue\"). 0: any."
-  type        = number
-  default     = 0
-
   validation {
-    condition     = var.alarm_dead_letters >= 0
-    error_message = "The alarm_dead_letters value must be 0 or more."
-  }
-}
-
-variable "alarm_queue_messages" {
-  description = "Alert when the storage account's queues hold more than this many messages (QueueMessageCount, all queues, sampled hourly; the most over 6 hours): Azure Queue Storage has no age-of-oldest-message metric."
-  type        = number
-  default     = 1000
-
-  validation {
-    condition     = var.alarm_queue_messages >= 0
-    error_message = "The alarm_queue_messages value must be 0 or more."
-  }
-}
-
-variable "alarm_function_limit_endings" {
-  description = "Alert when more than this many requests in 5 minutes ended 504 FunctionLimit (the log line's code). 0: any."
-  type        = number
-  default     = 0
-
-  validation {
-    condition     = var.alarm_function_limit_endings >= 0
-    error_message = "The alarm_function_limit_endings value must be 0 or more."
-  }
-}
-
-variable "alarm_function_errors" {
-  description = "Alert when more than this many invocations in 5 minutes failed in the host or the function (AppRequests with Success false). 0: any."
-  type        = number
-  default     = 0
-
-  validation {
-    condition     = var.alarm_function_errors >= 0
-    error_message = "The alarm_function_errors value must be 0 or more."
-  }
-}
-
-variable "alarm_throttles" {
-  description = "Alert when more than this many invocations in 5 minutes were answered 429 (AppRequests). 0: any."
-  type        = number
-  default     = 0
-
-  validation {
-    condition     = var.alarm_throttles >= 0
-    error_message = "The alarm_throttles value must be 0 or more."
+    condition     = alltrue([for k in ["dead_letters", "queue_messages", "function_limit_endings", "function_errors", "throttles"] : var.alarms[k] != null && var.alarms[k] >= 0]) && (var.alarms.continuation_age_secs == null || coalesce(var.alarms.continuation_age_secs, 0) > 0)
+    error_message = "The alarms thresholds must be 0 or more (continuation_age_secs more than 0, or null)."
   }
 }
 
