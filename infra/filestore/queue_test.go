@@ -434,7 +434,7 @@ func TestQueueReceiveWhileRewritten(t *testing.T) {
 	if err := s.Enqueue(ctx, []byte("busy"), 0); err != nil {
 		t.Fatal(err)
 	}
-	const pollers, rounds = 4, 100
+	const pollers, rounds = 4, 300
 	var wg sync.WaitGroup
 	for p := range pollers {
 		wg.Go(func() {
