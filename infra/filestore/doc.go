@@ -7,7 +7,8 @@
 // A *Store implements async.Store, async.Queue and async.Notifier. Its methods
 // may be called by multiple goroutines simultaneously. Every write goes to a
 // temporary file that is synced and then renamed into place, so a process
-// killed mid-write leaves the old object or the new one, never a torn one.
+// killed mid-write leaves the old object or the new one, never a torn one,
+// and a read made while the object is replaced returns one or the other.
 //
 // Rules of use: one Store per directory at a time. Locks and the queue's
 // index live in the process, so two processes (or two Stores in one

@@ -422,3 +422,40 @@ func TestQueueQuarantineMessage(t *testing.T) {
 		t.Errorf("reopened queue holds %d messages; want none", len(s2.msgs))
 	}
 }
+
+// TestQueueReceiveWhileRewritten: a delivery rewrites the message's file (a
+// new one renamed over it), so a message received with no visibility by
+// several pollers at once is read while it is replaced. Every read must
+// get the message; before, a file renamed into place between openNoFollow's
+// check and its open was taken for corrupt and the message quarantined.
+func TestQueueReceiveWhileRewritten(t *testing.T) {
+	ctx := context.Background()
+	s := mustOpen(t, t.TempDir())
+	if err := s.Enqueue(ctx, []byte("busy"), 0); err != nil {
+		t.Fatal(err)
+	}
+	const pollers, rounds = 4, 300
+	var wg sync.WaitGroup
+	for p := range pollers {
+		wg.Go(func() {
+			for i := range rounds {
+				msgs, err := s.Receive(ctx, 1, 0)
+				if err != nil {
+					t.Errorf("poller %d, receive %d: %v", p, i, err)
+					return
+				}
+				for _, m := range msgs {
+					if string(m.Body) != "busy" {
+						t.Errorf("poller %d, receive %d: body %q; want %q", p, i, m.Body, "busy")
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if q, _ := os.ReadDir(s.quarantine); len(q) != 0 {
+		t.Errorf("%d files quarantined; want none", len(q))
+	}
+	receiveOne(t, s, time.Hour, "busy")
+}

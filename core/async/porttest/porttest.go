@@ -165,6 +165,11 @@ func TestStore(t *testing.T, open func(t *testing.T) async.Store) {
 		}
 	})
 
+	t.Run("ReadDuringWrite", func(t *testing.T) {
+		t.Parallel()
+		testReadDuringWrite(t, open(t), testContext(t))
+	})
+
 	t.Run("WriteBlobCreateOnce", func(t *testing.T) {
 		t.Parallel()
 		s, ctx := open(t), testContext(t)
@@ -275,6 +280,111 @@ func TestStore(t *testing.T, open func(t *testing.T) async.Store) {
 			}
 		}
 	})
+}
+
+// readDuringWriteRounds is how many times testReadDuringWrite replaces the
+// record and the blob while readers read them.
+const readDuringWriteRounds = 100
+
+// testReadDuringWrite replaces a record (conditional Puts) and a blob
+// (WriteBlob) over and over while readers keep reading them: every read
+// must succeed and return one whole write, and a record's version must be
+// one a write got, never a later write's than the data's: a read-modify-write
+// of older data at a newer version would succeed and lose the newer write.
+// (The version of an earlier write is harmless, the write back is refused as
+// a conflict; versitygw sometimes returns a new body with the previous ETag.)
+// A status URI read while a worker renews its lease or a cancel is written
+// is such a read; an error there is answered as CorruptRecord (the file
+// store once reported a record renamed into place between its checks as
+// "replaced while it was opened").
+func testReadDuringWrite(t *testing.T, s async.Store, ctx context.Context) {
+	c := container()
+	recKey, blobKey := c+"/records/busy.json", c+"/busy/data"
+	// Long enough that a torn read could not pass for a whole one.
+	pad := strings.Repeat("x", 4<<10)
+	body := func(i int) []byte { return fmt.Appendf(nil, "write %d %s", i, pad) }
+	// whole returns the write that data is, or -1.
+	whole := func(data []byte) int {
+		var i int
+		if _, err := fmt.Sscanf(string(data), "write %d ", &i); err != nil || !bytes.Equal(data, body(i)) {
+			return -1
+		}
+		return i
+	}
+	version, err := s.Put(ctx, recKey, body(0), "")
+	if err != nil {
+		t.Fatalf("create record: %v", err)
+	}
+	if err := s.WriteBlob(ctx, blobKey, bytes.NewReader(body(0)), "text/plain", true); err != nil {
+		t.Fatalf("create blob: %v", err)
+	}
+
+	written := map[string]int{version: 0} // record version -> write
+	type read struct {
+		version string
+		write   int
+	}
+	done := make(chan struct{})
+	const readers = 4 // even: records, odd: blobs
+	var wg sync.WaitGroup
+	reads := make([][]read, readers)
+	errs := make([]error, readers)
+	for r := range readers {
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				var data []byte
+				var v string
+				var err error
+				if r%2 == 0 {
+					data, v, err = s.Get(ctx, recKey)
+				} else {
+					var rc io.ReadCloser
+					if rc, err = s.OpenBlob(ctx, blobKey); err == nil {
+						data, err = io.ReadAll(rc)
+						rc.Close()
+					}
+				}
+				if err != nil {
+					errs[r] = fmt.Errorf("read while it is rewritten: %w", err)
+					return
+				}
+				reads[r] = append(reads[r], read{v, whole(data)})
+			}
+		})
+	}
+	func() {
+		defer close(done)
+		for i := 1; i <= readDuringWriteRounds; i++ {
+			if version, err = s.Put(ctx, recKey, body(i), version); err != nil {
+				t.Errorf("update %d: %v", i, err)
+				return
+			}
+			written[version] = i
+			if err := s.WriteBlob(ctx, blobKey, bytes.NewReader(body(i)), "text/plain", false); err != nil {
+				t.Errorf("replace blob %d: %v", i, err)
+				return
+			}
+		}
+	}()
+	wg.Wait()
+	n := 0
+	for r := range readers {
+		if errs[r] != nil {
+			t.Errorf("reader %d, after %d reads: %v", r, len(reads[r]), errs[r])
+		}
+		for _, rd := range reads[r] {
+			n++
+			if of, ok := written[rd.version]; rd.write < 0 || r%2 == 0 && (!ok || of > rd.write) {
+				t.Fatalf("reader %d read write %d at version %q (-1: not a whole write); want a whole write, the record at its own version or an earlier one", r, rd.write, rd.version)
+			}
+		}
+	}
+	t.Logf("%d reads during %d writes", n, readDuringWriteRounds)
 }
 
 // TestQueue checks that the Queue open returns has the semantics core
