@@ -12,7 +12,6 @@ import (
 	"sort"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -26,8 +25,7 @@ const collectorReadyTimeout = 60 * time.Second
 // every export it receives, as OTLP JSON lines, to a file the tests read.
 // Its methods may be called from multiple goroutines.
 type Collector struct {
-	cmd      *exec.Cmd
-	done     chan struct{}
+	proc     *child
 	log      *logTail
 	endpoint string // host:port the receiver bound
 	file     string // the file exporter's output
@@ -79,25 +77,19 @@ func StartCollector(tb testing.TB) *Collector {
 		tb.Fatalf("emulators: otelcol not found on PATH: %v; run `make tools` in the repository root (it builds the OpenTelemetry Collector of internal/otelcol into .tools/bin), and put .tools/bin on PATH (`make test` does)", err)
 	}
 	dir := tb.TempDir()
-	c := &Collector{file: filepath.Join(dir, "export.jsonl"), log: newLogTail(collectorReady), done: make(chan struct{})}
+	c := &Collector{file: filepath.Join(dir, "export.jsonl"), log: newLogTail(collectorReady)}
 	cfg := filepath.Join(dir, "otelcol.yaml")
 	if err := os.WriteFile(cfg, fmt.Appendf(nil, collectorConfig, c.file), 0o600); err != nil {
 		tb.Fatalf("emulators: write the collector config: %v", err)
 	}
-	c.cmd = exec.Command(bin, "--config", cfg)
-	c.cmd.Dir = dir
-	c.cmd.Stdout, c.cmd.Stderr = c.log, c.log
-	if err := c.cmd.Start(); err != nil {
+	c.proc, err = spawn([]string{bin, "--config", cfg}, nil, false, dir, c.log)
+	if err != nil {
 		tb.Fatalf("emulators: start otelcol: %v", err)
 	}
-	go func() {
-		_ = c.cmd.Wait()
-		close(c.done)
-	}()
 	tb.Cleanup(c.stop)
 	select {
 	case <-c.log.ready:
-	case <-c.done:
+	case <-c.proc.done:
 		tb.Fatalf("emulators: otelcol exited before it was ready:\n%s", c.log.String())
 	case <-time.After(collectorReadyTimeout):
 		tb.Fatalf("emulators: otelcol not ready after %v:\n%s", collectorReadyTimeout, c.log.String())
@@ -112,15 +104,7 @@ func StartCollector(tb testing.TB) *Collector {
 
 // stop sends SIGTERM, then SIGKILL after a grace period, and waits.
 func (c *Collector) stop() {
-	c.stopOnce.Do(func() {
-		_ = c.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-c.done:
-		case <-time.After(processStopGrace):
-			_ = c.cmd.Process.Kill()
-			<-c.done
-		}
-	})
+	c.stopOnce.Do(func() { c.proc.stop(processStopGrace) })
 }
 
 // OTLPEndpoint is the OTLP/HTTP base URL, for OTEL_EXPORTER_OTLP_ENDPOINT.
