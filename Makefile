@@ -79,18 +79,26 @@ demo:
 	go run ./functions --demo
 
 ## test: the whole suite, as CI runs it. The end-to-end package (the longest)
-## starts first; the unit packages and the checks run beside it.
+## starts first; the other packages and the checks run beside it.
 test: tools
-	@$(MAKE) --no-print-directory -j4 -Oline test-e2e test-units check
+	@$(MAKE) --no-print-directory -j4 -Oline test-e2e test-units test-terraform check
 
 # test-e2e: tests/, whose tests mostly wait on timers and servers: four at a
 # time (-parallel 4) on any machine.
-.PHONY: test-e2e test-units
+.PHONY: test-e2e test-units test-terraform
 test-e2e:
 	go test -race -count=1 -timeout 12m -parallel 4 ./tests/...
 
+# RACE_PKGS: every package but tests/ (test-e2e) and terraform/.
+RACE_PKGS = $$(go list ./... | grep -v '/tests\(/\|$$\)\|/terraform$$')
 test-units:
-	go test -race -count=1 -timeout 12m $$(go list ./... | grep -v '/tests\(/\|$$\)')
+	go test -race -count=1 -timeout 12m $(RACE_PKGS)
+
+# test-terraform: the offline checks of the modules, which start no
+# goroutine of their own: without the race detector, which would slow their
+# parsing of the providers' schemas several times over.
+test-terraform:
+	go test -count=1 -timeout 12m ./terraform
 
 check: fmt vet lint tflint
 
@@ -129,7 +137,7 @@ tools:
 # shipped binary).
 .PHONY: race-build
 race-build:
-	@$(call timed,race-build) { go test -race -count=1 -exec true ./... >/dev/null && go vet ./... && \
+	@$(call timed,race-build) { go test -race -count=1 -exec true $(RACE_PKGS) ./tests/... >/dev/null && go vet ./... && \
 		CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -o /dev/null ./functions; }
 
 # timed NAME: bash's time keyword, printing "tools: NAME <seconds>s" when the install ends.
