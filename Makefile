@@ -80,8 +80,8 @@ demo:
 
 ## test: the whole suite, as CI runs it. The end-to-end package (the longest)
 ## starts first; the other packages and the checks run beside it.
-test: tools
-	@$(MAKE) --no-print-directory -j4 -Oline test-e2e test-units test-terraform check
+test: test-tools
+	@$(MAKE) --no-print-directory -j6 -Oline test-e2e test-units test-terraform check
 
 # test-e2e: tests/, whose tests mostly wait on timers and servers: four at a
 # time (-parallel 4) on any machine.
@@ -123,22 +123,27 @@ tflint: $(TOOLS)/bin/tflint
 TOOL_TARGETS := $(TOOLS)/bin/otelcol $(TOOLS)/bin/tflint $(TOOLS)/bin/versitygw $(TOOLS)/bin/staticcheck \
 	$(TOOLS)/bin/benchstat $(TOOLS)/bin/aws-lambda-rie $(NODE_STAMP) $(SCHEMA_STAMP) $(JSCLIENTS_STAMP) python-azure
 
-# tools: the installs run side by side (downloads overlap the builds), the
-# slowest first; under make test the module's race-enabled build runs
-# beside them, so a fresh machine compiles while it waits on the network.
-# Each install prints its own time ("tools: NAME Ns"). No rule executes a
+# tools: every tool, the installs side by side (downloads overlap the
+# builds), the slowest first. Each install prints its own time ("tools: NAME Ns"). No rule executes a
 # file another rule writes: the npm rules use the machine's node (HOST_PATH).
 tools:
-	@$(MAKE) --no-print-directory -j4 $(TOOL_TARGETS) $(if $(filter test,$(MAKECMDGOALS)),race-build)
+	@$(MAKE) --no-print-directory -j4 $(TOOL_TARGETS)
+
+# test-tools: what the tests run, and the module's race-enabled build beside
+# the installs, so a fresh machine compiles while it waits on the network.
+# The linters (staticcheck, TFLint) are installed by check, beside the tests,
+# whose end-to-end package mostly waits on timers; benchstat only by bench.
+.PHONY: test-tools
+test-tools:
+	@$(MAKE) --no-print-directory -j5 race-build \
+		$(filter-out $(TOOLS)/bin/staticcheck $(TOOLS)/bin/tflint $(TOOLS)/bin/benchstat,$(TOOL_TARGETS))
 
 # race-build: compiles (and caches) the module and its tests with the race
-# detector, as `go test -race` will (-exec true: built, not run), what `go vet`
-# reads, and the gateway as the packages build it (the tests that measure the
-# shipped binary).
+# detector, as `go test -race` will (-exec true: built, not run), and what
+# `go vet` reads.
 .PHONY: race-build
 race-build:
-	@$(call timed,race-build) { go test -race -count=1 -exec true $(RACE_PKGS) ./tests/... >/dev/null && go vet ./... && \
-		CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -o /dev/null ./functions; }
+	@$(call timed,race-build) { go test -race -count=1 -exec true $(RACE_PKGS) ./tests/... >/dev/null && go vet ./...; }
 
 # timed NAME: bash's time keyword, printing "tools: NAME <seconds>s" when the install ends.
 timed = TIMEFORMAT='tools: $(1) %0Rs'; time

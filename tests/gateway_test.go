@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -217,8 +218,8 @@ func TestStatusTable(t *testing.T) {
 	t.Parallel()
 	var calls sync.Map
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n, _ := calls.LoadOrStore(r.URL.Path, new(int))
-		*n.(*int)++
+		n, _ := calls.LoadOrStore(r.URL.Path, new(atomic.Int64))
+		n.(*atomic.Int64).Add(1)
 		switch {
 		case strings.HasPrefix(r.URL.Path, "/busy"):
 			w.Header().Set("X-Backend", "busy")
@@ -290,10 +291,10 @@ func TestStatusTable(t *testing.T) {
 	}
 	// Of the requests to /ok, only the one with a valid, live TTL reached
 	// the backend: rejected and expired ones never do.
-	if n, ok := calls.Load("/ok"); !ok || *n.(*int) != 1 {
-		got := 0
+	if n, ok := calls.Load("/ok"); !ok || n.(*atomic.Int64).Load() != 1 {
+		var got int64
 		if ok {
-			got = *n.(*int)
+			got = n.(*atomic.Int64).Load()
 		}
 		t.Errorf("backend calls for /ok = %d; want 1", got)
 	}

@@ -258,16 +258,17 @@ func TestLambdaFunctionLimit(t *testing.T) {
 			if a.StatusCode != http.StatusGatewayTimeout || a.Headers["X-Gateway-Error"] != "FunctionLimit" {
 				t.Errorf("answer %d %s %s, want 504 FunctionLimit", a.StatusCode, a.Headers["X-Gateway-Error"], body)
 			}
-			// Answered at the limit minus the 1 s margin, before the 3 s timeout.
-			if took >= 3*time.Second || took < 1500*time.Millisecond {
-				t.Errorf("answered after %v, want about 2 s (3 s timeout, 1 s margin)", took)
+			// Answered at the limit minus the 1 s margin, not before; the
+			// emulator judges the 3 s timeout itself (below).
+			if took < 1500*time.Millisecond {
+				t.Errorf("answered after %v, want at about 2 s (3 s timeout, 1 s margin)", took)
 			}
 			// The function is frozen now: a cancellation the backend sees was
 			// sent before the answer. Its server notices the closed
 			// connection a moment later.
 			select {
 			case <-cancelled:
-			case <-time.After(2 * time.Second):
+			case <-time.After(loadMargin):
 				t.Errorf("the backend's request was not cancelled when the function answered")
 			}
 		})
@@ -342,9 +343,7 @@ func TestLambdaResponseStream(t *testing.T) {
 	if err := f.rie.Thaw(); err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
 	out, err := f.rie.Invoke(ctx, httpEvent(t, "lambda-urls-request.json", httpRequest{method: "GET", rawPath: "/hang", headers: map[string]string{"s7pttl": "60"}}))
-	took := time.Since(start)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,9 +358,6 @@ func TestLambdaResponseStream(t *testing.T) {
 	}
 	if !cutLogged() {
 		t.Errorf("no log line for the cut stream:\n%s", f.rie.Log())
-	}
-	if took >= 3*time.Second {
-		t.Errorf("the cut stream ended after %v, want before the 3 s timeout", took)
 	}
 	if n := bytes.Count(out, []byte(`"statusCode"`)); n > 1 || !bytes.Contains(out, []byte("chunk1 ")) || bytes.Contains(out, []byte("FunctionLimit")) {
 		t.Errorf("cut stream answered %q: want the part sent, then a break, never a second status", out)
