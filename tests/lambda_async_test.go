@@ -138,12 +138,14 @@ func TestLambdaAsyncS3SQS(t *testing.T) {
 	if a.Headers["Location"] != acc.StatusURI || a.Headers["X-Data-Blob-Uri"] != acc.DataBlobURI {
 		t.Errorf("202 headers %v do not match its body %s", a.Headers, body)
 	}
-	// Frozen now: what the backend sees was sent before the answer.
-	for deadline := time.Now().Add(loadMargin); be.cancelled.Load() == 0 && time.Now().Before(deadline); {
+	// Frozen now: what the backend sees was sent before the answer, and
+	// cancelled. On a loaded machine the trigger can fire before the
+	// attempt reaches the backend at all: then it sees nothing.
+	for deadline := time.Now().Add(loadMargin); be.cancelled.Load() != be.calls.Load() && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond) // polling a counter with a deadline
 	}
-	if be.calls.Load() != 1 || be.cancelled.Load() != 1 {
-		t.Errorf("backend calls %d, cancelled %d: want the one attempt cancelled by the 202", be.calls.Load(), be.cancelled.Load())
+	if c := be.calls.Load(); c > 1 || be.cancelled.Load() != c {
+		t.Errorf("backend calls %d, cancelled %d: want the attempt in flight, if it arrived, cancelled by the 202", c, be.cancelled.Load())
 	}
 
 	// 2. The continuation message, as the SQS event source mapping reads it.
@@ -155,14 +157,15 @@ func TestLambdaAsyncS3SQS(t *testing.T) {
 	}
 
 	// 3. Delivered in a later invocation: the result is written.
+	inline := be.calls.Load()
 	if failed := f.invokeSQS(t, sqsEvent(t, [2]string{msgID, msgBody})); len(failed) != 0 {
 		t.Fatalf("batch item failures %v, want none\n%s", failed, f.rie.Log())
 	}
 	if _, err := sq.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &queueURL, ReceiptHandle: &receipt}); err != nil {
 		t.Fatalf("delete the continuation: %v", err)
 	}
-	if got := be.calls.Load(); got != 2 {
-		t.Errorf("backend calls %d, want 2 (the cancelled one and the continuation's)", got)
+	if got := be.calls.Load(); got != inline+1 {
+		t.Errorf("backend calls %d, want %d (the cancelled ones and the continuation's)", got, inline+1)
 	}
 
 	// 4. The status URI, invoked as a Function URL event: 303 to a
@@ -225,8 +228,8 @@ func TestLambdaAsyncS3SQS(t *testing.T) {
 	if !bytes.Equal(header1, header2) || len(header1) == 0 {
 		t.Errorf("the header blob changed after a duplicate delivery:\n%s\n%s", header1, header2)
 	}
-	if got := be.calls.Load(); got != 2 {
-		t.Errorf("backend calls %d after a duplicate, want 2", got)
+	if got := be.calls.Load(); got != inline+1 {
+		t.Errorf("backend calls %d after a duplicate, want %d", got, inline+1)
 	}
 	// The SQS invocation that wrote the result logged its end, once.
 	if ends := endLines(f.rie.Log(), acc.ID); len(ends) != 1 || !strings.Contains(ends[0], `"state":"succeeded"`) || !strings.Contains(ends[0], `"attempts":1`) {
