@@ -167,7 +167,7 @@ func TestStore(t *testing.T, open func(t *testing.T) async.Store) {
 
 	t.Run("ReadDuringWrite", func(t *testing.T) {
 		t.Parallel()
-		testReadDuringWrite(t, open(t), testContext(t))
+		testReadDuringWrite(t, open(t))
 	})
 
 	t.Run("WriteBlobCreateOnce", func(t *testing.T) {
@@ -297,7 +297,15 @@ const readDuringWriteRounds = 100
 // is such a read; an error there is answered as CorruptRecord (the file
 // store once reported a record renamed into place between its checks as
 // "replaced while it was opened").
-func testReadDuringWrite(t *testing.T, s async.Store, ctx context.Context) {
+//
+// It makes hundreds of calls: each has opTimeout of its own, as a loaded
+// machine may take longer than that for all of them.
+func testReadDuringWrite(t *testing.T, s async.Store) {
+	op := func() context.Context {
+		ctx, cancel := context.WithTimeout(t.Context(), opTimeout)
+		t.Cleanup(cancel)
+		return ctx
+	}
 	c := container()
 	recKey, blobKey := c+"/records/busy.json", c+"/busy/data"
 	// Long enough that a torn read could not pass for a whole one.
@@ -311,11 +319,11 @@ func testReadDuringWrite(t *testing.T, s async.Store, ctx context.Context) {
 		}
 		return i
 	}
-	version, err := s.Put(ctx, recKey, body(0), "")
+	version, err := s.Put(op(), recKey, body(0), "")
 	if err != nil {
 		t.Fatalf("create record: %v", err)
 	}
-	if err := s.WriteBlob(ctx, blobKey, bytes.NewReader(body(0)), "text/plain", true); err != nil {
+	if err := s.WriteBlob(op(), blobKey, bytes.NewReader(body(0)), "text/plain", true); err != nil {
 		t.Fatalf("create blob: %v", err)
 	}
 
@@ -341,10 +349,10 @@ func testReadDuringWrite(t *testing.T, s async.Store, ctx context.Context) {
 				var v string
 				var err error
 				if r%2 == 0 {
-					data, v, err = s.Get(ctx, recKey)
+					data, v, err = s.Get(op(), recKey)
 				} else {
 					var rc io.ReadCloser
-					if rc, err = s.OpenBlob(ctx, blobKey); err == nil {
+					if rc, err = s.OpenBlob(op(), blobKey); err == nil {
 						data, err = io.ReadAll(rc)
 						rc.Close()
 					}
@@ -360,12 +368,12 @@ func testReadDuringWrite(t *testing.T, s async.Store, ctx context.Context) {
 	func() {
 		defer close(done)
 		for i := 1; i <= readDuringWriteRounds; i++ {
-			if version, err = s.Put(ctx, recKey, body(i), version); err != nil {
+			if version, err = s.Put(op(), recKey, body(i), version); err != nil {
 				t.Errorf("update %d: %v", i, err)
 				return
 			}
 			written[version] = i
-			if err := s.WriteBlob(ctx, blobKey, bytes.NewReader(body(i)), "text/plain", false); err != nil {
+			if err := s.WriteBlob(op(), blobKey, bytes.NewReader(body(i)), "text/plain", false); err != nil {
 				t.Errorf("replace blob %d: %v", i, err)
 				return
 			}
