@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +19,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 )
+
+// callerTrigger is the AsyncTriggerTimeout of the caller tests, whose
+// backend must see each submission's attempt before the 202 freezes the
+// function: long enough for the attempt to get there on a loaded machine.
+var callerTrigger = fmt.Sprint((loadMargin / 5).Milliseconds())
 
 // TestLambdaIdempotencyPerIAMCaller: on the Lambda host (the real binary
 // under the Runtime Interface Emulator, invoked with AWS's Function URL
@@ -32,7 +38,7 @@ func TestLambdaIdempotencyPerIAMCaller(t *testing.T) {
 	f := startFunction(t, binary, map[string]string{
 		"Hosts":                       hang.URL,
 		"AsyncModeEnabled":            "true",
-		"AsyncTriggerTimeout":         "300",
+		"AsyncTriggerTimeout":         callerTrigger,
 		"UserProfiles":                asyncProfile,
 		"AsyncStore":                  "file:" + t.TempDir(),
 		"AWS_LAMBDA_FUNCTION_TIMEOUT": "10",
@@ -74,7 +80,7 @@ func TestLambdaIdempotencyPerIAMCaller(t *testing.T) {
 	for i := range 2 {
 		select {
 		case <-cancelled:
-		case <-time.After(5 * time.Second):
+		case <-time.After(loadMargin):
 			t.Fatalf("backend attempts seen = %d; want one per caller, 2", i)
 		}
 	}
@@ -158,7 +164,7 @@ func TestLambdaIAMSignatureStaysOut(t *testing.T) {
 	f := startFunction(t, binary, map[string]string{
 		"Hosts":                       backend.URL,
 		"AsyncModeEnabled":            "true",
-		"AsyncTriggerTimeout":         "300",
+		"AsyncTriggerTimeout":         callerTrigger,
 		"UserProfiles":                asyncProfile,
 		"AsyncStore":                  "file:" + store,
 		"AWS_LAMBDA_FUNCTION_TIMEOUT": "10",
