@@ -29,6 +29,14 @@ type recordingBackend struct {
 // connection. A connection closed before the answer is reported on closed.
 func newRecordingBackend(tb testing.TB, name string, delay time.Duration) *recordingBackend {
 	tb.Helper()
+	return newBackendAfter(tb, name, delay, nil)
+}
+
+// newBackendAfter is newRecordingBackend whose answer, after delay, also
+// waits for a value on after (nil: no wait), such as another backend's
+// started: an order of events, not a race between two clocks.
+func newBackendAfter(tb testing.TB, name string, delay time.Duration, after <-chan time.Time) *recordingBackend {
+	tb.Helper()
 	b := &recordingBackend{closed: make(chan time.Time, 100), started: make(chan time.Time, 100)}
 	b.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body) // so that the server notices a closed connection
@@ -46,6 +54,14 @@ func newRecordingBackend(tb testing.TB, name string, delay time.Duration) *recor
 		case <-r.Context().Done():
 			b.closed <- time.Now()
 			return
+		}
+		if after != nil {
+			select {
+			case <-after:
+			case <-r.Context().Done():
+				b.closed <- time.Now()
+				return
+			}
 		}
 		w.Write([]byte(name))
 	}))
@@ -72,18 +88,30 @@ func getStats(tb testing.TB, gw *Gateway) map[string]any {
 	return m
 }
 
+// hedgeTimeout is the per-try Timeout of the hedging tests' routes. Their
+// first backend answers once the hedge's request has reached the second
+// (newHedgedBackends): after the first attempt's Timeout, and with the
+// hedge's whole Timeout as room for the answer to arrive before the hedge
+// ends the request, room a loaded machine does not use up.
+const hedgeTimeout = 2 * time.Second
+
+// newHedgedBackends starts the two backends of a hedged route: the second
+// never answers, the first answers "first" once the second has received
+// the hedge's request. Without hedging the first attempt is cut at its
+// Timeout and the second's at its own: 504.
+func newHedgedBackends(tb testing.TB) (first, second *recordingBackend) {
+	second = newRecordingBackend(tb, "second", hang)
+	return newBackendAfter(tb, "first", 0, second.started), second
+}
+
 // TestHedgeOnPerTryTimeout: on a hedged route the first attempt keeps
-// running past its Timeout beside the second. The first backend answers
-// after 700 ms, the second would after 600 ms: without hedging the first
-// attempt is cut at its 400 ms Timeout and the second answers at 1 s; with
-// it the first answers at 700 ms and the second's backend sees its
-// connection closed then. A POST without a client Idempotency-Key is not
-// hedged.
+// running past its Timeout beside the second, and answers while the hedge
+// runs; the second's backend sees its connection closed then. A POST
+// without a client Idempotency-Key is not hedged.
 func TestHedgeOnPerTryTimeout(t *testing.T) {
 	t.Parallel()
-	const timeout = 400 * time.Millisecond
-	first := newRecordingBackend(t, "first", 700*time.Millisecond)
-	second := newRecordingBackend(t, "second", 600*time.Millisecond)
+	const timeout = hedgeTimeout
+	first, second := newHedgedBackends(t)
 	routes := fmt.Sprintf(`[{"prefix":"/h","hosts":[%q,%q],"timeoutMs":%d,"hedgeOnPerTryTimeout":true}]`, first.URL, second.URL, timeout.Milliseconds())
 	gw := StartGateway(t, map[string]string{"Hosts": second.URL, "Routes": routes})
 
@@ -92,8 +120,8 @@ func TestHedgeOnPerTryTimeout(t *testing.T) {
 	if resp.StatusCode != 200 || string(body) != "first" {
 		t.Fatalf("got %d %q; want 200 from the first attempt, still running beside the hedge", resp.StatusCode, body)
 	}
-	if !within(took, 700*time.Millisecond, 20*time.Millisecond, loadMargin) {
-		t.Errorf("answered after %v; want when the first backend answers, 700 ms", took)
+	if took < timeout {
+		t.Errorf("answered after %v; want after the first attempt's Timeout (%v), when the hedge has started", took, timeout)
 	}
 	if got := resp.Header.Get("X-Attempts"); got != "2" {
 		t.Errorf("x-Attempts = %q; want 2, every attempt started", got)
