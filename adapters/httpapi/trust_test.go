@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -89,32 +90,41 @@ func TestForwardedHeadersTrust(t *testing.T) {
 // TestClockStartsAtAcceptance: a trusted proxy's X-Request-Start starts
 // the TTL when the proxy accepted the request; from an untrusted peer it
 // is ignored, and a time in the future counts as the gateway's arrival.
-// Both times are logged.
+// Both times are logged. The TTL is 10.3 s and the proxy accepted the
+// request 10 s before it was sent: believed, 300 ms are left and a backend
+// that never answers is cut then; ignored, a backend answering at 600 ms
+// has 9.7 s of room.
 func TestClockStartsAtAcceptance(t *testing.T) {
 	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		wait := time.After(600 * time.Millisecond)
+		if r.URL.Path == "/hang" {
+			wait = nil
+		}
 		select {
-		case <-time.After(600 * time.Millisecond):
+		case <-wait:
 			io.WriteString(w, "late")
 		case <-r.Context().Done():
 		}
 	}))
 	defer be.Close()
+	const ttl = "10.3"
 	tests := []struct {
 		name    string
 		trusted string
+		path    string
 		start   time.Duration // X-Request-Start relative to sending
 		status  int
 		within  time.Duration // the answer comes about this long after sending
 	}{
-		{"trusted, waited 700 ms", "127.0.0.1/32", -700 * time.Millisecond, 504, 300 * time.Millisecond},
-		{"untrusted: ignored", "", -700 * time.Millisecond, 200, 600 * time.Millisecond},
-		{"trusted, in the future: now", "127.0.0.1/32", time.Hour, 200, 600 * time.Millisecond},
+		{"trusted, waited 10 s", "127.0.0.1/32", "/hang", -10 * time.Second, 504, 300 * time.Millisecond},
+		{"untrusted: ignored", "", "/slow", -10 * time.Second, 200, 600 * time.Millisecond},
+		{"trusted, in the future: now", "127.0.0.1/32", "/slow", time.Hour, 200, 600 * time.Millisecond},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := startGW(t, be.URL, func(h *Handler) { h.Settings.TrustedProxies.Decode(tt.trusted) })
-			req, _ := http.NewRequest("GET", g.srv.URL+"/slow", nil)
-			req.Header.Set("S7PTTL", "1")
+			req, _ := http.NewRequest("GET", g.srv.URL+tt.path, nil)
+			req.Header.Set("S7PTTL", ttl)
 			sent := time.Now()
 			req.Header.Set("X-Request-Start", "t="+strconv.FormatInt(sent.Add(tt.start).UnixMicro(), 10))
 			resp, err := http.DefaultClient.Do(req)
@@ -130,15 +140,20 @@ func TestClockStartsAtAcceptance(t *testing.T) {
 			if tt.status == 504 && errorCode(t, body) != "TTLExpired" {
 				t.Errorf("code %s; want TTLExpired", body)
 			}
-			// The status tells which clock was used; the time is only
-			// checked for not coming early.
+			// The status tells which clock was used; the time is checked
+			// for not coming early, and for the 504 for coming seconds
+			// before the TTL counted from arrival would end.
 			if took < tt.within-50*time.Millisecond || took > tt.within+answerSlack {
 				t.Errorf("answered after %v; want after %v", took, tt.within)
 			}
 			if tt.status == 504 {
 				waitLog(t, g.log, `"acceptedAt":"`)
 				waitLog(t, g.log, `"arrivedAt":"`)
-				waitLog(t, g.log, `"queueMs":7`)
+				waitLog(t, g.log, `"queueMs":`)
+				m := regexp.MustCompile(`"queueMs":(\d+)`).FindStringSubmatch(g.log.String())
+				if ms, _ := strconv.Atoi(m[1]); ms < 10000 {
+					t.Errorf("queueMs %d; want at least 10000, from the proxy's acceptance to the arrival", ms)
+				}
 			} else if waitLog(t, g.log, `"msg":"request"`); strings.Contains(g.log.String(), "acceptedAt") && tt.trusted == "" {
 				t.Errorf("an untrusted X-Request-Start was logged as the acceptance time: %s", g.log.String())
 			}
