@@ -107,10 +107,10 @@ func tagInt(s emulators.Span, key string) int64 {
 	return n
 }
 
-// TestTraceSeedExample: the seed's worked example, scaled down 50 times
-// (TTL 1.2 s, Timeout 900 ms, two hosts that never answer). the collector gets
+// TestTraceSeedExample: the seed's worked example, scaled down 10 times
+// (TTL 6 s, Timeout 4.5 s, two hosts that never answer). the collector gets
 // trace, the client's: the server span under the client's span, two attempt
-// spans under it — the first ended by its Timeout with a 900 ms budget, the
+// spans under it — the first ended by its Timeout with a 4,500 ms budget, the
 // second by the TTL with what the TTL left — a backoff span between them,
 // and each backend received a traceparent naming its own attempt's span.
 // The request's log line carries the trace and server span ids.
@@ -126,8 +126,8 @@ func TestTraceSeedExample(t *testing.T) {
 	resp, body, _ := Do(t, "GET", gw.URL+"/report?secret=s3cr3t", map[string]string{
 		"Traceparent": "00-" + clientTraceID + "-" + clientSpanID + "-01",
 		"Tracestate":  "vendor=opaque",
-		"S7PTTL":      "1.2",
-		"S7PTimeout":  "900",
+		"S7PTTL":      "6",
+		"S7PTimeout":  "4500",
 	}, "")
 	if resp.StatusCode != 504 || resp.Header.Get("X-Gateway-Error") != "TTLExpired" {
 		t.Fatalf("answer = %d %s; want 504 TTLExpired", resp.StatusCode, body)
@@ -175,11 +175,11 @@ func TestTraceSeedExample(t *testing.T) {
 			t.Errorf("backend %d got traceparent %q; want %q, naming its attempt's span", i+1, got, want)
 		}
 	}
-	if got := tagInt(attempts[0], "gateway.budget_ms"); got != 900 {
-		t.Errorf("attempt 1 budget = %d ms; want 900 (Timeout)", got)
+	if got := tagInt(attempts[0], "gateway.budget_ms"); got != 4500 {
+		t.Errorf("attempt 1 budget = %d ms; want 4500 (Timeout)", got)
 	}
-	if got := tagInt(attempts[1], "gateway.budget_ms"); got <= 0 || got > 300 {
-		t.Errorf("attempt 2 budget = %d ms; want what the TTL left, at most 300", got)
+	if got := tagInt(attempts[1], "gateway.budget_ms"); got <= 0 || got > 1500 {
+		t.Errorf("attempt 2 budget = %d ms; want what the TTL left, at most 1500", got)
 	}
 	if got := len(spansNamed(tr, "backoff")); got != 1 {
 		t.Errorf("backoff spans = %d; want 1", got)
