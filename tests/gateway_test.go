@@ -131,7 +131,7 @@ func TestStreamOutlivesTTL(t *testing.T) {
 	}))
 	defer backend.Close()
 	gw := StartGateway(t, map[string]string{"Hosts": backend.URL,
-		"Routes": `[{"prefix":"/events","ttlSecs":1,"stream":true,"idleTimeoutMs":1000}]`})
+		"Routes": `[{"prefix":"/events","ttlSecs":1,"stream":true,"idleTimeoutMs":3000}]`})
 
 	resp, body, took := Do(t, "GET", gw.URL+"/events", nil, "")
 	if resp.StatusCode != 200 {
@@ -255,7 +255,7 @@ func TestStatusTable(t *testing.T) {
 		{"S7PTimeout unparseable", gw.URL, "/ok", map[string]string{"S7PTimeout": "soon"}, 400, "InvalidTimeout", "0"},
 		{"TTL over before any attempt", gw.URL, "/ok", map[string]string{"S7PTTL": "0"}, 412, "TTLExpired", "0"},
 		{"TTL in the past (ISO)", gw.URL, "/ok", map[string]string{"S7PTTL": "2024-12-31T23:59:59Z"}, 412, "TTLExpired", "0"},
-		{"TTL ran out after an attempt", gw.URL, "/hang1", map[string]string{"S7PTTL": "0.3"}, 504, "TTLExpired", "1"},
+		{"TTL ran out after an attempt", gw.URL, "/hang1", map[string]string{"S7PTTL": "3"}, 504, "TTLExpired", "1"},
 		{"attempts exhausted by Timeout", gw.URL, "/hang2", map[string]string{"S7PTimeout": "200"}, 504, "AttemptTimeout", "2"},
 		{"last answered 503: passed through", gw.URL, "/busy", nil, 503, "", "2"},
 		{"connection level: 502", dead.URL, "/any", nil, 502, "BackendUnavailable", "1"},

@@ -50,7 +50,7 @@ func runForNames(t *testing.T) emitted {
 	j := emulators.StartCollector(t)
 	backend := newHangingTraceBackend(t)
 	routes := `[{"prefix":"/api"},` +
-		`{"prefix":"/hedge","timeoutMs":50,"maxAttempts":2,"hedgeOnPerTryTimeout":true},` +
+		`{"prefix":"/hedge","timeoutMs":2000,"maxAttempts":2,"hedgeOnPerTryTimeout":true},` +
 		`{"prefix":"/eject","hosts":["` + deadAddr(t) + `"],"ejectAfterFailures":1}]`
 	env := otelEnv(j)
 	env["OTEL_METRIC_EXPORT_INTERVAL"] = "100"
@@ -65,16 +65,16 @@ func runForNames(t *testing.T) emitted {
 	plain := StartGateway(t, plainEnv)
 	for _, gw := range []*Gateway{emf, plain} {
 		for _, path := range []string{"/api/x", "/y"} {
-			resp, body, _ := Do(t, "GET", gw.URL+path, map[string]string{"S7PTTL": "0.2"}, "")
+			resp, body, _ := Do(t, "GET", gw.URL+path, map[string]string{"S7PTTL": "2"}, "")
 			if resp.StatusCode != 504 {
 				t.Fatalf("GET %s = %d %s; want 504 TTLExpired", path, resp.StatusCode, body)
 			}
 		}
 	}
 	for _, gw := range []*Gateway{emf, plain} {
-		// The hedge starts when the first attempt's 50 ms Timeout fires;
-		// the TTL, ten times that, ends both.
-		if resp, body, _ := Do(t, "GET", gw.URL+"/hedge/x", map[string]string{"S7PTTL": "0.5"}, ""); resp.StatusCode != 504 {
+		// The hedge starts when the first attempt's 2 s Timeout fires; the
+		// 3 s TTL ends both, before the hedge's own Timeout.
+		if resp, body, _ := Do(t, "GET", gw.URL+"/hedge/x", map[string]string{"S7PTTL": "3"}, ""); resp.StatusCode != 504 {
 			t.Fatalf("GET /hedge/x = %d %s; want 504 TTLExpired", resp.StatusCode, body)
 		}
 		if resp, body, _ := Do(t, "GET", gw.URL+"/eject/x", nil, ""); resp.StatusCode != 502 {
@@ -86,7 +86,7 @@ func runForNames(t *testing.T) emitted {
 	}
 	for _, gw := range []*Gateway{emf, plain} {
 		for path, field := range map[string]string{"/y": "", "/hedge/x": "hedges", "/eject/x": "ejections"} {
-			line := gw.WaitLog(t, 10*time.Second, isRequest(path))
+			line := gw.WaitLog(t, loadMargin, isRequest(path))
 			// The line of the request a hedge joined, or whose failure
 			// ejected its host, counts it (the EMF line as a metric).
 			if n, _ := line[field].(float64); field != "" && n != 1 {
@@ -110,7 +110,7 @@ func runForNames(t *testing.T) emitted {
 	if got := deliverContinuationAt(t, azure, msg, 1, time.Now().Add(-90*time.Second)); got != 503 {
 		t.Fatalf("continuation with async off = %d; want 503 (left to the queue)", got)
 	}
-	line := azure.WaitLog(t, 10*time.Second, func(m map[string]any) bool { return m["msg"] == "continuation not run" })
+	line := azure.WaitLog(t, loadMargin, func(m map[string]any) bool { return m["msg"] == "continuation not run" })
 	if age, _ := line["queueAgeMs"].(float64); age < 90000 {
 		t.Errorf("continuation line queueAgeMs = %v; want 90000 or more (line %v)", line["queueAgeMs"], line)
 	}

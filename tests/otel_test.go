@@ -184,7 +184,7 @@ func TestTraceSeedExample(t *testing.T) {
 	if got := len(spansNamed(tr, "backoff")); got != 1 {
 		t.Errorf("backoff spans = %d; want 1", got)
 	}
-	line := gw.WaitLog(t, 5*time.Second, func(m map[string]any) bool { return m["msg"] == "request" && m["path"] == "/report" })
+	line := gw.WaitLog(t, loadMargin, func(m map[string]any) bool { return m["msg"] == "request" && m["path"] == "/report" })
 	if line["trace_id"] != clientTraceID || line["span_id"] != server.SpanID {
 		t.Errorf("log line ids = %v/%v; want %s/%s", line["trace_id"], line["span_id"], clientTraceID, server.SpanID)
 	}
@@ -394,7 +394,7 @@ func TestTraceAzureFunctions(t *testing.T) {
 		return len(spansNamed(tr, "POST /")) == 1 && len(spansNamed(tr, "POST")) == 1
 	})
 	server := hostSpans(t, tr, "POST", map[string]string{"cloud.provider": "azure", "faas.name": "gateway-app", "cloud.region": "West Europe"})
-	line := g.WaitLog(t, 5*time.Second, func(m map[string]any) bool { return m["msg"] == "request" && m["path"] == "/api/echo" })
+	line := g.WaitLog(t, loadMargin, func(m map[string]any) bool { return m["msg"] == "request" && m["path"] == "/api/echo" })
 	if line["trace_id"] != traceID || line["span_id"] != server.SpanID {
 		t.Errorf("log line ids = %v/%v; want %s/%s", line["trace_id"], line["span_id"], traceID, server.SpanID)
 	}
