@@ -339,7 +339,7 @@ func TestAzureFunctionsModuleSettings(t *testing.T) {
 	// The attempt in flight at the 202 finishes in-process (this host
 	// works on after answering) and its result is stored.
 	// (Answered by the status URI itself, or 303 to the data blob.)
-	status, result, redirected := followResult(t, acc.StatusURI, az.HTTPClient(), 10*time.Second)
+	status, result, redirected := followResult(t, acc.StatusURI, az.HTTPClient(), backendDelay+loadMargin)
 	want := 201
 	if redirected {
 		want = 200 // the blob service's answer

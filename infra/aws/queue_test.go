@@ -156,7 +156,7 @@ func TestQueueExtend(t *testing.T) {
 	if err := q.Enqueue(ctx, []byte("x"), 0); err != nil {
 		t.Fatalf("Enqueue: %v", err)
 	}
-	const vis = time.Second
+	const vis = 3 * time.Second
 	var msgs []async.Message
 	eventually(t, 10*time.Second, "the message", func() bool {
 		var err error

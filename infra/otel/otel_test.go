@@ -77,7 +77,7 @@ func TestFlushBoundedWhenCollectorHangs(t *testing.T) {
 	const bound = 200 * time.Millisecond
 	start := time.Now()
 	tel.Flush(context.Background(), bound)
-	if took := time.Since(start); took < bound || took > bound+time.Second {
+	if took := time.Since(start); took < bound || took > bound+10*time.Second {
 		t.Errorf("Flush took %v; want its bound %v (plus scheduling)", took, bound)
 	}
 	if got := tel.DroppedSpans(); got != 3 {
@@ -89,8 +89,8 @@ func TestFlushBoundedWhenCollectorHangs(t *testing.T) {
 	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/x", nil))
 	start = time.Now()
 	tel.Flush(ctx, 10*time.Second)
-	if took := time.Since(start); took > time.Second {
-		t.Errorf("Flush with a 50 ms deadline took %v", took)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("Flush with a 50 ms deadline took %v; want about 50 ms, not its 10 s bound", took)
 	}
 }
 
