@@ -45,6 +45,11 @@ const jsonBody = `{"report":"q3","rows":[1,2,3],"note":"exact bytes \u00e9"}`
 
 func largeBody() []byte { return bytes.Repeat([]byte("0123456789abcdef"), largeSize/16+1)[:largeSize] }
 
+// apiDelay is how long the API backend takes to answer: seconds past the
+// tests' 300 ms AsyncTriggerTimeout, so a request is handed off (202) and
+// its pending states are seen however loaded the machine.
+const apiDelay = 2 * time.Second
+
 func newAPIBackend(tb testing.TB, delay time.Duration) *apiBackend {
 	b := &apiBackend{}
 	b.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -157,7 +162,7 @@ func decodeOperation(tb testing.TB, resp *http.Response, body []byte, want int) 
 // URI whose document says Succeeded only for a 2xx result.
 func TestAsyncStatusAnswersResult(t *testing.T) {
 	t.Parallel()
-	be := newAPIBackend(t, 800*time.Millisecond)
+	be := newAPIBackend(t, apiDelay)
 	gw := StartGateway(t, apiEnv(be.URL, t.TempDir()))
 	tests := []struct {
 		path        string
@@ -185,7 +190,7 @@ func TestAsyncStatusAnswersResult(t *testing.T) {
 				t.Errorf("operation while pending = %+v; want Running", d)
 			}
 
-			res, data, _ := waitResult(t, acc.StatusURI, 800*time.Millisecond+loadMargin) // the backend's delay
+			res, data, _ := waitResult(t, acc.StatusURI, apiDelay+loadMargin) // the backend's delay
 			if res.StatusCode != tt.wantStatus {
 				t.Fatalf("status URI once done = %d %s; want %d", res.StatusCode, data, tt.wantStatus)
 			}
@@ -254,7 +259,7 @@ func TestAsyncStatusAnswersResult(t *testing.T) {
 // second DELETE changes nothing.
 func TestAsyncCancel(t *testing.T) {
 	t.Parallel()
-	be := newAPIBackend(t, 800*time.Millisecond)
+	be := newAPIBackend(t, apiDelay)
 	dir := t.TempDir()
 	gw := StartGateway(t, apiEnv(be.URL, dir))
 	_, acc, _ := submitAsync(t, gw.URL, "/r/hang", nil)
@@ -273,7 +278,7 @@ func TestAsyncCancel(t *testing.T) {
 	if ol := resp.Header.Get("Operation-Location"); ol != acc.StatusURI+"/operation" {
 		t.Errorf("DELETE Operation-Location = %q", ol)
 	}
-	res, data, states := waitResult(t, acc.StatusURI, 800*time.Millisecond+loadMargin) // the backend's delay, at most
+	res, data, states := waitResult(t, acc.StatusURI, apiDelay+loadMargin) // the backend's delay, at most
 	took := time.Since(sent)
 	if res.StatusCode != 409 {
 		t.Fatalf("status URI after DELETE = %d %s (states %v); want 409", res.StatusCode, data, states)

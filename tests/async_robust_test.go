@@ -48,7 +48,10 @@ func pollFinished(tb testing.TB, statusURI string, within time.Duration) (*http.
 // and with it the first caller's result, with no backend call.
 func TestAsyncIdempotencyCallers(t *testing.T) {
 	t.Parallel()
-	be := newSlowBackend(t, 500*time.Millisecond)
+	// The backend answers seconds after the 300 ms trigger: each new
+	// request is handed off (202) however loaded the machine.
+	const delay = 3 * time.Second
+	be := newSlowBackend(t, delay)
 	gw := StartGateway(t, asyncEnv(be.URL, t.TempDir()))
 	const key = "key-shared-by-two-callers"
 	submit := func(hdr map[string]string) acceptedDoc {
@@ -68,7 +71,7 @@ func TestAsyncIdempotencyCallers(t *testing.T) {
 		t.Errorf("X-MS-CLIENT-PRINCIPAL-ID changed the scope on the local host (id %s, want %s): it is not a verified identity here", forged.ID, alice.ID)
 	}
 	for _, acc := range []acceptedDoc{alice, bob} {
-		if resp, body, _ := pollFinished(t, acc.StatusURI, 10*time.Second); resp.StatusCode >= 400 {
+		if resp, body, _ := pollFinished(t, acc.StatusURI, delay+loadMargin); resp.StatusCode >= 400 {
 			t.Errorf("%s finished with %d %s", acc.ID, resp.StatusCode, body)
 		}
 	}
@@ -87,7 +90,7 @@ func TestAsyncIdempotencyCallers(t *testing.T) {
 // the second's request waited behind them for up to AsyncTimeout.
 func TestAsyncFairnessBetweenProfiles(t *testing.T) {
 	t.Parallel()
-	const trigger, answer = 300 * time.Millisecond, 600 * time.Millisecond
+	const trigger, answer = 300 * time.Millisecond, 3 * time.Second // the answer seconds after the trigger
 	var hanging atomic.Int64
 	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Read whole, so that the server notices a closed connection

@@ -179,7 +179,7 @@ func checkOutcome(tb testing.TB, end string, monitor bool, o clientOutcome) {
 
 // clientGateway starts a local gateway and its backend for the clients.
 func clientGateway(tb testing.TB) (*Gateway, *apiBackend) {
-	be := newAPIBackend(tb, 800*time.Millisecond)
+	be := newAPIBackend(tb, apiDelay)
 	gw := StartGateway(tb, asyncEnv(be.URL, tb.TempDir()))
 	// A client's unexpected outcome is read with the gateway's own account
 	// of it: its error and async log lines.
@@ -319,7 +319,7 @@ func azcoreFollow(tb testing.TB, base, path, mode, end string, pollFor time.Dura
 // Operation-Location poller and its Location poller.
 func TestClientAzcore(t *testing.T) {
 	t.Parallel()
-	be := newAPIBackend(t, 800*time.Millisecond)
+	be := newAPIBackend(t, apiDelay)
 	gw := StartGateway(t, asyncEnv(be.URL, t.TempDir()))
 	for _, mode := range []string{"operation", "location"} {
 		for _, end := range clientEnds {
@@ -413,7 +413,7 @@ func TestClientLogicApps(t *testing.T) {
 func TestAzureFunctionsStatusMonitor(t *testing.T) {
 	t.Parallel()
 	az := emulators.StartAzurite(t)
-	be := newAPIBackend(t, 800*time.Millisecond)
+	be := newAPIBackend(t, apiDelay)
 	g := StartAzureHandler(t, map[string]string{
 		"Hosts":               be.URL,
 		"AsyncModeEnabled":    "true",

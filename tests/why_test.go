@@ -71,7 +71,7 @@ func TestAsyncDeclined(t *testing.T) {
 // has its log line, at GatewayEndpointLogLevel: debug silences them.
 func TestOwnEndpointLogLines(t *testing.T) {
 	t.Parallel()
-	backend := newSlowBackend(t, 600*time.Millisecond) // past AsyncTriggerTimeout (300 ms)
+	backend := newSlowBackend(t, 3*time.Second) // seconds past AsyncTriggerTimeout (300 ms)
 	env := asyncEnv(backend.URL, t.TempDir())
 	gw := StartGateway(t, env)
 	_, acc, _ := submitAsync(t, gw.URL, "/r/own", nil)
@@ -118,7 +118,7 @@ func TestOwnEndpointLogLines(t *testing.T) {
 // waitResultErr waits for the result of the async request at statusURI.
 func waitResultErr(tb testing.TB, statusURI string) (*http.Response, []byte, error) {
 	tb.Helper()
-	resp, body, _ := waitResult(tb, statusURI, 600*time.Millisecond+loadMargin)
+	resp, body, _ := waitResult(tb, statusURI, 3*time.Second+loadMargin)
 	if resp.StatusCode == 202 {
 		return resp, body, fmt.Errorf("still pending: %s", body)
 	}
@@ -136,7 +136,7 @@ func TestAsyncEndLogLine(t *testing.T) {
 			<-r.Context().Done()
 			return
 		}
-		time.Sleep(600 * time.Millisecond) // past AsyncTriggerTimeout (300 ms): the request goes async
+		time.Sleep(3 * time.Second) // seconds past AsyncTriggerTimeout (300 ms): the request goes async
 		w.WriteHeader(500)
 		fmt.Fprint(w, "broke")
 	}))
@@ -144,7 +144,7 @@ func TestAsyncEndLogLine(t *testing.T) {
 	gw := StartGateway(t, asyncEnv(backend.URL, t.TempDir()))
 
 	_, failed, _ := submitAsync(t, gw.URL, "/fail", nil)
-	line := gw.WaitLog(t, 600*time.Millisecond+loadMargin, func(m map[string]any) bool {
+	line := gw.WaitLog(t, 3*time.Second+loadMargin, func(m map[string]any) bool {
 		return m["msg"] == "async request ended" && m["async"] == failed.ID
 	})
 	if line["state"] != "failed" || line["status"] != float64(500) || line["code"] != "" || line["attempts"] != float64(1) || line["level"] != "WARN" {
