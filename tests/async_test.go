@@ -41,14 +41,26 @@ type slowBackend struct {
 }
 
 func newSlowBackend(tb testing.TB, delay time.Duration) *slowBackend {
+	return newHeldBackend(tb, delay, nil)
+}
+
+// newHeldBackend is newSlowBackend whose requests first wait for hold
+// (nil: no wait), given the request and its number among the backend's
+// calls (from 1); one that returns false is not answered (its connection
+// closed first). The delay runs after the hold.
+func newHeldBackend(tb testing.TB, delay time.Duration, hold func(r *http.Request, call int64) bool) *slowBackend {
 	b := &slowBackend{calls: map[string]int{}}
 	b.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := r.Header.Get("Idempotency-Key")
 		b.mu.Lock()
 		b.calls[key]++
 		b.mu.Unlock()
-		b.total.Add(1)
+		call := b.total.Add(1)
 		body, _ := io.ReadAll(r.Body)
+		if hold != nil && !hold(r, call) {
+			b.cancelled.Add(1)
+			return
+		}
 		select {
 		case <-time.After(delay):
 		case <-r.Context().Done():
@@ -62,6 +74,53 @@ func newSlowBackend(tb testing.TB, delay time.Duration) *slowBackend {
 	}))
 	tb.Cleanup(b.Server.Close)
 	return b
+}
+
+// releases holds backend requests, by path, until the test releases
+// them: a backend that answers only once the test holds the 202 for that
+// request orders the two events instead of racing its delay against
+// AsyncTriggerTimeout on a loaded machine.
+type releases struct {
+	mu sync.Mutex
+	ch map[string]chan struct{}
+}
+
+func (g *releases) of(path string) chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ch == nil {
+		g.ch = map[string]chan struct{}{}
+	}
+	c, ok := g.ch[path]
+	if !ok {
+		c = make(chan struct{})
+		g.ch[path] = c
+	}
+	return c
+}
+
+// release lets the requests for path (held now or later) go on.
+func (g *releases) release(path string) { close(g.of(path)) }
+
+// hold is a newHeldBackend hold: it waits for the release of the
+// request's path, or for its connection to close (false).
+func (g *releases) hold(r *http.Request, _ int64) bool {
+	select {
+	case <-g.of(r.URL.Path):
+		return true
+	case <-r.Context().Done():
+		return false
+	}
+}
+
+// hangFirst is a newHeldBackend hold: the backend's first call waits until
+// its connection closes and is not answered; later calls go on.
+func hangFirst(r *http.Request, call int64) bool {
+	if call == 1 {
+		<-r.Context().Done()
+		return false
+	}
+	return true
 }
 
 type acceptedDoc struct {
@@ -313,16 +372,24 @@ func TestAsyncEmbedded(t *testing.T) {
 	})
 }
 
+// expiryTTL is the AsyncTTLSecs of the expiry tests: the result must be
+// written and read back before it runs out (the backend answers once the
+// test has the 202), and the tests wait it out (twice, with the read
+// grace).
+const expiryTTL = 5 * time.Second
+
 // TestAsyncURLExpires: result URLs live as long as the request
 // (AsyncTTLSecs from arrival); after that the gateway refuses them.
 func TestAsyncURLExpires(t *testing.T) {
 	t.Parallel()
-	be := newSlowBackend(t, 500*time.Millisecond)
+	var held releases
+	be := newHeldBackend(t, 0, held.hold)
 	env := asyncEnv(be.URL, t.TempDir())
-	env["AsyncTTLSecs"] = "2"
+	env["AsyncTTLSecs"] = strconv.Itoa(int(expiryTTL.Seconds()))
 	gw := StartGateway(t, env)
 	_, acc, _ := submitAsync(t, gw.URL, "/short", nil)
-	waitResult(t, acc.StatusURI, 500*time.Millisecond+loadMargin) // the backend's delay
+	held.release("/short")
+	waitResult(t, acc.StatusURI, loadMargin)
 	resp, data, _ := Do(t, "GET", acc.DataBlobURI, nil, "")
 	if resp.StatusCode != 200 || string(data) != "report for /short: payload-123" {
 		t.Fatalf("data URL before expiry = %d %q", resp.StatusCode, data)
@@ -332,8 +399,8 @@ func TestAsyncURLExpires(t *testing.T) {
 	if err != nil {
 		t.Fatalf("data URL %q has no expiry: %v", acc.DataBlobURI, err)
 	}
-	if d := time.Until(time.Unix(se, 0)); d > 3*time.Second {
-		t.Fatalf("data URL expires in %v; want within AsyncTTLSecs=2 of arrival", d)
+	if d := time.Until(time.Unix(se, 0)); d > expiryTTL+time.Second {
+		t.Fatalf("data URL expires in %v; want within AsyncTTLSecs=%v of arrival", d, expiryTTL)
 	}
 	time.Sleep(time.Until(time.Unix(se, 0)) + 50*time.Millisecond) // until the URL's own expiry
 	resp, body, _ := Do(t, "GET", acc.DataBlobURI, nil, "")
@@ -352,7 +419,11 @@ func TestAsyncAnswersInLine(t *testing.T) {
 	t.Parallel()
 	fast := newSlowBackend(t, 10*time.Millisecond)
 	slow := newSlowBackend(t, 800*time.Millisecond)
-	gw := StartGateway(t, asyncEnv(fast.URL, t.TempDir()))
+	// A trigger far beyond the fast backend's answer, however loaded the
+	// machine: the answer comes first by a margin, not by a race.
+	env := asyncEnv(fast.URL, t.TempDir())
+	env["AsyncTriggerTimeout"] = strconv.FormatInt(loadMargin.Milliseconds(), 10)
+	gw := StartGateway(t, env)
 	resp, body, _ := Do(t, "POST", gw.URL+"/x", map[string]string{"S7PAsyncMode": "true", "X-UserProfile": "u1"}, "p")
 	if resp.StatusCode != 201 || !strings.Contains(string(body), "report for /x") {
 		t.Errorf("fast async-eligible request = %d %q; want the answer in line", resp.StatusCode, body)
@@ -379,10 +450,16 @@ func TestAsyncAnswersInLine(t *testing.T) {
 // reaches no backend either.
 func TestAsyncIdempotentSubmission(t *testing.T) {
 	t.Parallel()
-	be := newSlowBackend(t, 1500*time.Millisecond)
+	// The backend holds the work until the test releases it, after the
+	// resubmissions that must find it pending.
+	var held releases
+	be := newHeldBackend(t, 0, held.hold)
 	gw := StartGateway(t, asyncEnv(be.URL, t.TempDir()))
 	key := map[string]string{"Idempotency-Key": "order-77"}
 	_, first, _ := submitAsync(t, gw.URL, "/job", key)
+	// The attempt starts at the arrival, but on a loaded machine it may
+	// reach the backend after the 202.
+	waitFor(t, loadMargin, "the first attempt at the backend", func() bool { return be.total.Load() >= 1 })
 	if got := be.total.Load(); got != 1 {
 		t.Fatalf("backend calls after the first submission = %d; want 1", got)
 	}
@@ -424,7 +501,11 @@ func TestAsyncIdempotentSubmission(t *testing.T) {
 		t.Errorf("backend calls after the reused keys = %d; want still 1", got)
 	}
 
-	waitResult(t, first.StatusURI, 1500*time.Millisecond+loadMargin) // the backend's delay
+	if resp, _, _ := Do(t, "GET", first.StatusURI, nil, ""); resp.StatusCode != 202 {
+		t.Errorf("status before the backend's release = %d; want 202, the resubmissions above saw it pending", resp.StatusCode)
+	}
+	held.release("/job")
+	waitResult(t, first.StatusURI, loadMargin)
 	_, third, _ := submitAsync(t, gw.URL, "/job", key)
 	if third != first {
 		t.Errorf("resubmission once done = %+v; want %+v", third, first)
@@ -438,18 +519,22 @@ func TestAsyncIdempotentSubmission(t *testing.T) {
 // process on the same store finishes it, and exactly one result exists.
 func TestAsyncSurvivesSIGKILL(t *testing.T) {
 	t.Parallel()
-	be := newSlowBackend(t, 2*time.Second)
+	// The first call (the in-flight attempt) hangs until its connection
+	// closes, so the kill always finds the work unfinished; the resend
+	// answers.
+	be := newHeldBackend(t, 0, hangFirst)
 	dir := t.TempDir()
 	env := asyncEnv(be.URL, dir)
-	env["AsyncTimeout"] = "4000"
+	// One attempt's window outlasts the wait before the kill.
+	env["AsyncTimeout"] = strconv.FormatInt((2 * loadMargin).Milliseconds(), 10)
 	env["FunctionLimitMarginMs"] = "500"
 	gw := StartGateway(t, env)
 	_, acc, _ := submitAsync(t, gw.URL, "/crash", map[string]string{"Idempotency-Key": "crash-key"})
 	// Wait until the in-flight attempt is at the backend, then kill. It
-	// starts at the arrival, before the 202.
-	deadline := time.Now().Add(loadMargin)
-	for be.total.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond) // polling a counter with a deadline
+	// starts at the arrival, but may reach the backend after the 202.
+	waitFor(t, loadMargin, "the in-flight attempt at the backend", func() bool { return be.total.Load() >= 1 })
+	if resp, body, _ := Do(t, "GET", acc.StatusURI, nil, ""); resp.StatusCode != 202 {
+		t.Fatalf("status before the kill = %d %s; want 202, the attempt is held", resp.StatusCode, body)
 	}
 	gw.Kill()
 	if be.total.Load() != 1 {
@@ -461,8 +546,8 @@ func TestAsyncSurvivesSIGKILL(t *testing.T) {
 	// The killed claim and its delayed message outlive the kill by at most
 	// one lease; a message received while the claim still lives comes back
 	// when it ends, rounded up to a whole second (what queues take); then
-	// one attempt, at most AsyncTimeout (it covers the 2 s backend).
-	within := async.DefaultLease + time.Second + 4*time.Second + loadMargin
+	// one attempt, which the backend answers at once.
+	within := async.DefaultLease + time.Second + loadMargin
 	resp, data, _ := waitResult(t, status, within)
 	if resp.StatusCode != 201 || string(data) != "report for /crash: payload-123" {
 		t.Errorf("result = %d %q", resp.StatusCode, data)
@@ -494,33 +579,39 @@ func deleteOnce(status string) (int, []byte, error) {
 }
 
 // TestAsyncStatusExpires: once the request's expiry plus its read grace
-// (here AsyncTTLSecs=2, so a 2 s grace) has passed, the status URI answers
+// (here AsyncTTLSecs=expiryTTL, so a grace of as long) has passed, the status URI answers
 // 410 Expired, a JSON error, and no longer points at the result.
 func TestAsyncStatusExpires(t *testing.T) {
 	t.Parallel()
-	be := newSlowBackend(t, 500*time.Millisecond)
+	var held releases
+	be := newHeldBackend(t, 0, held.hold)
 	env := asyncEnv(be.URL, t.TempDir())
-	env["AsyncTTLSecs"] = "2"
+	env["AsyncTTLSecs"] = strconv.Itoa(int(expiryTTL.Seconds()))
 	gw := StartGateway(t, env)
 	sent := time.Now()
 	_, acc, _ := submitAsync(t, gw.URL, "/short", nil)
-	waitResult(t, acc.StatusURI, 500*time.Millisecond+loadMargin) // the backend's delay
-	// A poll sent 7 s after the submission (the 4 s read end, and 3 s
-	// for the gateway's clock) must be 410; when it is answered, on a
-	// loaded machine, does not matter.
-	deadline := sent.Add(7 * time.Second)
+	held.release("/short")
+	if resp, body, _ := waitResult(t, acc.StatusURI, loadMargin); resp.StatusCode != 201 {
+		t.Fatalf("status URI once done = %d %s; want the backend's 201 before the expiry", resp.StatusCode, body)
+	}
+	// The read ends at twice the TTL after arrival (the grace is the TTL
+	// when shorter than 5 min). A poll sent 3 s after that (for the
+	// gateway's clock) must be 410; when it is answered, on a loaded
+	// machine, does not matter.
+	readEnd := 2 * expiryTTL
+	deadline := sent.Add(readEnd + 3*time.Second)
 	for {
 		polled := time.Now()
 		resp, body, _ := Do(t, "GET", acc.StatusURI, nil, "")
 		if resp.StatusCode == 201 {
 			if polled.After(deadline) {
-				t.Fatalf("still the result for a poll sent %v after the submission; want 410 after 4 s", polled.Sub(sent))
+				t.Fatalf("still the result for a poll sent %v after the submission; want 410 after %v", polled.Sub(sent), readEnd)
 			}
 			time.Sleep(50 * time.Millisecond) // polling, as a client would
 			continue
 		}
-		if at := time.Since(sent); resp.StatusCode != 410 || at < 4*time.Second {
-			t.Fatalf("status URI answered %d %s after %v; want the result until 4 s after arrival, then 410", resp.StatusCode, body, at)
+		if at := time.Since(sent); resp.StatusCode != 410 || at < readEnd {
+			t.Fatalf("status URI answered %d %s after %v; want the result until %v after arrival, then 410", resp.StatusCode, body, at, readEnd)
 		}
 		if d := decodeError(t, resp, body); d.Error.Code != "Expired" {
 			t.Errorf("code = %q; want Expired", d.Error.Code)
@@ -545,12 +636,14 @@ func TestAsyncStatusExpires(t *testing.T) {
 // 500 CorruptRecord on every poll instead of 503 forever.
 func TestAsyncCorruptRecord(t *testing.T) {
 	t.Parallel()
-	be := newSlowBackend(t, 600*time.Millisecond)
+	var held releases
+	be := newHeldBackend(t, 0, held.hold)
 	dir := t.TempDir()
 	env := asyncEnv(be.URL, dir)
 	gw := StartGateway(t, env)
 	_, acc, _ := submitAsync(t, gw.URL, "/corrupt", nil)
-	waitResult(t, acc.StatusURI, 600*time.Millisecond+loadMargin) // the backend's delay
+	held.release("/corrupt")
+	waitResult(t, acc.StatusURI, loadMargin)
 	gw.Kill()
 
 	// While no gateway runs: damage the record and queue a continuation
@@ -683,9 +776,15 @@ func TestAsyncSIGKILLCancelProperty(t *testing.T) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
+	// Each request's backend time starts once the test holds its 202: a
+	// request answered before AsyncTriggerTimeout would be no 202 at all.
+	var held releases
 	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ms, _ := strconv.Atoi(r.URL.Query().Get("ms"))
 		body, _ := io.ReadAll(r.Body)
+		if !held.hold(r, 0) {
+			return
+		}
 		select {
 		case <-time.After(time.Duration(ms) * time.Millisecond):
 		case <-r.Context().Done():
@@ -733,6 +832,8 @@ func TestAsyncSIGKILLCancelProperty(t *testing.T) {
 	for i, r := range reqs {
 		wg.Go(func() {
 			_, r.acc, _ = submitAsync(t, base(), r.path, map[string]string{"Idempotency-Key": fmt.Sprintf("prop-%d", i)})
+			path, _, _ := strings.Cut(r.path, "?")
+			held.release(path)
 		})
 	}
 	wg.Wait()
