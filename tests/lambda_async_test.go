@@ -388,13 +388,17 @@ func TestLambdaAsyncS3SQS(t *testing.T) {
 	})
 
 	// 8. With a store that accepts connections but never answers, the
-	// hand-off gives up in time: 503 AsyncUnavailable before the timeout
-	// (half the margin before it; the other half is the room to answer).
+	// hand-off gives up in time: 503 AsyncUnavailable before the timeout.
+	// It gives up half the margin before the timeout (the other half is
+	// the room to answer) or 10 s after it began, whichever comes first:
+	// with a 10 s timeout and an 8 s margin, at 6 s, the half margin's
+	// bound, leaving 4 s; without that bound it would give up at 12 s,
+	// past the timeout.
 	t.Run("store hangs at the function limit", func(t *testing.T) {
 		hang, _ := silentBackend(t)
 		hole := blackHole(t)
 		env := lambdaS3SQSEnv(t, hang.URL, v, fq)
-		env["AWS_LAMBDA_FUNCTION_TIMEOUT"], env["FunctionLimitMarginMs"] = limitSettings()
+		env["AWS_LAMBDA_FUNCTION_TIMEOUT"], env["FunctionLimitMarginMs"] = "10", "8000"
 		env["AWS_ENDPOINT_URL_S3"] = "http://" + hole
 		delete(env, "AsyncTriggerTimeout")
 		f := startFunction(t, binary, env)
