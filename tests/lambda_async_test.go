@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -138,7 +139,12 @@ func TestLambdaAsyncS3SQS(t *testing.T) {
 	fq := emulators.StartFauxqs(t)
 	be := newAsyncBackend(t) // held until the test has the 202
 	env := lambdaS3SQSEnv(t, be.URL, v, fq)
-	env["AWS_LAMBDA_FUNCTION_TIMEOUT"] = "10"
+	// The 202 is due at the 300 ms trigger; the execution limit (less the
+	// 1 s margin) would hand the request off too, but only after the
+	// trigger plus loadMargin, which tells the two apart.
+	const trigger = 300 * time.Millisecond
+	env["AsyncTriggerTimeout"] = strconv.Itoa(int(trigger / time.Millisecond))
+	env["AWS_LAMBDA_FUNCTION_TIMEOUT"] = strconv.Itoa(int((trigger + loadMargin + 5*time.Second) / time.Second))
 	queueURL := env["AsyncQueue"]
 	f := startFunction(t, binary, env)
 
@@ -153,8 +159,8 @@ func TestLambdaAsyncS3SQS(t *testing.T) {
 	if a.StatusCode != http.StatusAccepted {
 		t.Fatalf("status %d, want 202: %s", a.StatusCode, body)
 	}
-	if took < 300*time.Millisecond {
-		t.Errorf("202 after %v, before the 300 ms trigger", took)
+	if took < trigger || took > trigger+loadMargin {
+		t.Errorf("202 after %v; want at the %v trigger (the backend still holds the request; the execution limit is %s s)", took, trigger, env["AWS_LAMBDA_FUNCTION_TIMEOUT"])
 	}
 	var acc acceptedDoc
 	if err := json.Unmarshal(body, &acc); err != nil || acc.ID == "" {
