@@ -256,14 +256,18 @@ func (b *hangFirstBackend) waitCancelled(tb testing.TB, within time.Duration) ti
 	return 0
 }
 
-// TestAzureFunctionsLimit504: with functionTimeout 3 s and a 60 s TTL, a
-// hanging backend gives 504 FunctionLimit before the host's limit (at the
-// limit less the 1 s margin), not a dropped connection, and the backend
-// sees its request cancelled.
+// TestAzureFunctionsLimit504: with a functionTimeout of limitAnswer +
+// loadMargin, a margin of loadMargin and a 60 s TTL, a hanging backend gives
+// 504 FunctionLimit at the limit less the margin, before the host's limit,
+// not a dropped connection, and the backend sees its request cancelled
+// before that limit.
 func TestAzureFunctionsLimit504(t *testing.T) {
 	t.Parallel()
 	be := newHangFirstBackend(t, 1)
-	g := StartAzureHandler(t, map[string]string{"Hosts": be.URL, "AzureFunctionsJobHost__functionTimeout": "00:00:03"})
+	limit := limitAnswer + loadMargin
+	_, margin := limitSettings()
+	g := StartAzureHandler(t, map[string]string{"Hosts": be.URL, "FunctionLimitMarginMs": margin,
+		"AzureFunctionsJobHost__functionTimeout": fmt.Sprintf("%02d:%02d:%02d", int(limit.Hours()), int(limit.Minutes())%60, int(limit.Seconds())%60)})
 	resp, body, took := Forward(t, g, "GET", "/slow", map[string]string{"S7PTTL": "60"}, "")
 	if resp.StatusCode != 504 {
 		t.Fatalf("status = %d; want 504 (body %s)", resp.StatusCode, body)
@@ -271,11 +275,11 @@ func TestAzureFunctionsLimit504(t *testing.T) {
 	if d := decodeError(t, resp, body); d.Error.Code != "FunctionLimit" {
 		t.Errorf("code = %q; want FunctionLimit", d.Error.Code)
 	}
-	if took >= 3*time.Second || took < 1900*time.Millisecond {
-		t.Errorf("504 after %v; want at about 2 s, before the 3 s limit", took)
+	if took >= limit || took < limitAnswer-100*time.Millisecond {
+		t.Errorf("504 after %v; want at about %v, before the %v limit", took, limitAnswer, limit)
 	}
-	if c := be.waitCancelled(t, 3*time.Second); c >= 3*time.Second {
-		t.Errorf("the backend's request was cancelled after %v; want before the 3 s limit", c)
+	if c := be.waitCancelled(t, limit); c >= limit {
+		t.Errorf("the backend's request was cancelled after %v; want before the %v limit", c, limit)
 	}
 }
 

@@ -10,7 +10,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,12 +24,32 @@ import (
 	"fngateway/internal/emulators"
 )
 
-// asyncBackend answers after delay with a binary body; it counts calls and
-// the calls whose request was cancelled before the answer.
+// asyncBackend answers a request with a binary body once the test has
+// released its path (release): an order of events, such as "after the
+// 202", not a race between a delay and the trigger. It counts calls and the
+// calls whose request was cancelled before the answer.
 type asyncBackend struct {
 	*httptest.Server
 	calls, cancelled atomic.Int32
+	mu               sync.Mutex
+	gates            map[string]chan struct{}
 }
+
+// gate is the channel release closes for path.
+func (b *asyncBackend) gate(path string) chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	g, ok := b.gates[path]
+	if !ok {
+		g = make(chan struct{})
+		b.gates[path] = g
+	}
+	return g
+}
+
+// release lets the requests for path be answered, those waiting and those
+// to come. Once per path.
+func (b *asyncBackend) release(path string) { close(b.gate(path)) }
 
 // asyncResult is the body asyncBackend answers: every byte value.
 var asyncResult = func() []byte {
@@ -38,13 +60,16 @@ var asyncResult = func() []byte {
 	return b
 }()
 
-func newAsyncBackend(tb testing.TB, delay time.Duration) *asyncBackend {
-	b := &asyncBackend{}
+func newAsyncBackend(tb testing.TB) *asyncBackend {
+	b := &asyncBackend{gates: map[string]chan struct{}{}}
+	stop := make(chan struct{})
 	b.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b.calls.Add(1)
 		io.ReadAll(r.Body)
 		select {
-		case <-time.After(delay):
+		case <-b.gate(r.URL.Path):
+		case <-stop: // the test is over
+			return
 		case <-r.Context().Done():
 			b.cancelled.Add(1)
 			return
@@ -53,7 +78,7 @@ func newAsyncBackend(tb testing.TB, delay time.Duration) *asyncBackend {
 		w.WriteHeader(http.StatusOK)
 		w.Write(asyncResult)
 	}))
-	tb.Cleanup(b.Server.Close)
+	tb.Cleanup(func() { close(stop); b.Server.Close() })
 	return b
 }
 
@@ -112,9 +137,14 @@ func TestLambdaAsyncS3SQS(t *testing.T) {
 	t.Parallel()
 	v := emulators.StartVersitygw(t)
 	fq := emulators.StartFauxqs(t)
-	be := newAsyncBackend(t, 700*time.Millisecond)
+	be := newAsyncBackend(t) // held until the test has the 202
 	env := lambdaS3SQSEnv(t, be.URL, v, fq)
-	env["AWS_LAMBDA_FUNCTION_TIMEOUT"] = "10"
+	// The 202 is due at the 300 ms trigger; the execution limit (less the
+	// 1 s margin) would hand the request off too, but only after the
+	// trigger plus loadMargin, which tells the two apart.
+	const trigger = 300 * time.Millisecond
+	env["AsyncTriggerTimeout"] = strconv.Itoa(int(trigger / time.Millisecond))
+	env["AWS_LAMBDA_FUNCTION_TIMEOUT"] = strconv.Itoa(int((trigger + loadMargin + 5*time.Second) / time.Second))
 	queueURL := env["AsyncQueue"]
 	f := startFunction(t, binary, env)
 
@@ -125,11 +155,12 @@ func TestLambdaAsyncS3SQS(t *testing.T) {
 		headers: map[string]string{"s7pasyncmode": "true", "x-userprofile": "u1", "idempotency-key": "key-lambda-1"},
 		body:    []byte("payload-123"),
 	}))
+	be.release("/reports/lambda") // the continuation's attempt is answered
 	if a.StatusCode != http.StatusAccepted {
 		t.Fatalf("status %d, want 202: %s", a.StatusCode, body)
 	}
-	if took < 300*time.Millisecond {
-		t.Errorf("202 after %v, before the 300 ms trigger", took)
+	if took < trigger || took > trigger+loadMargin {
+		t.Errorf("202 after %v; want at the %v trigger (the backend still holds the request; the execution limit is %s s)", took, trigger, env["AWS_LAMBDA_FUNCTION_TIMEOUT"])
 	}
 	var acc acceptedDoc
 	if err := json.Unmarshal(body, &acc); err != nil || acc.ID == "" {
@@ -298,13 +329,14 @@ func TestLambdaAsyncS3SQS(t *testing.T) {
 		}
 	})
 
-	// 8. With a 3 s function timeout and a hanging backend, the execution
-	// limit (minus the 1 s margin) hands the request off: 202 before the
-	// timeout, never "Task timed out".
+	// 8. With a hanging backend, the execution limit (minus the margin:
+	// limitSettings) hands the request off: 202 before the timeout, never
+	// "Task timed out". The margin (loadMargin) is the room for the
+	// hand-off's writes to versitygw and fauxqs on a loaded machine.
 	t.Run("function limit hands off", func(t *testing.T) {
 		hang, cancelled := silentBackend(t)
 		env := lambdaS3SQSEnv(t, hang.URL, v, fq)
-		env["AWS_LAMBDA_FUNCTION_TIMEOUT"] = "3"
+		env["AWS_LAMBDA_FUNCTION_TIMEOUT"], env["FunctionLimitMarginMs"] = limitSettings()
 		delete(env, "AsyncTriggerTimeout") // the default 10 s: the limit comes first
 		f := startFunction(t, binary, env)
 		a, body, took := f.invokeHTTP(t, httpEvent(t, "lambda-urls-request.json", httpRequest{
@@ -315,10 +347,10 @@ func TestLambdaAsyncS3SQS(t *testing.T) {
 		if a.StatusCode != http.StatusAccepted {
 			t.Fatalf("status %d, want 202: %s", a.StatusCode, body)
 		}
-		// At the limit less the 1 s margin, not before; the emulator
-		// judges the 3 s timeout itself (below).
-		if took < 1500*time.Millisecond {
-			t.Errorf("202 after %v, want at about 2 s (3 s timeout, 1 s margin)", took)
+		// At the limit less the margin, not before; the emulator judges
+		// the timeout itself (below).
+		if took < limitAnswer-500*time.Millisecond {
+			t.Errorf("202 after %v, want at about %v (the limit less the margin)", took, limitAnswer)
 		}
 		// Frozen now: what the backend sees was sent before the answer.
 		select {
@@ -363,11 +395,16 @@ func TestLambdaAsyncS3SQS(t *testing.T) {
 
 	// 8. With a store that accepts connections but never answers, the
 	// hand-off gives up in time: 503 AsyncUnavailable before the timeout.
+	// It gives up half the margin before the timeout (the other half is
+	// the room to answer) or 10 s after it began, whichever comes first:
+	// with a 10 s timeout and an 8 s margin, at 6 s, the half margin's
+	// bound, leaving 4 s; without that bound it would give up at 12 s,
+	// past the timeout.
 	t.Run("store hangs at the function limit", func(t *testing.T) {
 		hang, _ := silentBackend(t)
 		hole := blackHole(t)
 		env := lambdaS3SQSEnv(t, hang.URL, v, fq)
-		env["AWS_LAMBDA_FUNCTION_TIMEOUT"] = "3"
+		env["AWS_LAMBDA_FUNCTION_TIMEOUT"], env["FunctionLimitMarginMs"] = "10", "8000"
 		env["AWS_ENDPOINT_URL_S3"] = "http://" + hole
 		delete(env, "AsyncTriggerTimeout")
 		f := startFunction(t, binary, env)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -243,14 +244,31 @@ func silentBackend(tb testing.TB) (*httptest.Server, chan time.Time) {
 	return srv, cancelled
 }
 
-// TestLambdaFunctionLimit: with a 3 s function timeout and a 60 s TTL, a
-// hanging backend is answered 504 FunctionLimit before Lambda's own
-// timeout, the backend's request is cancelled, and the emulator never
-// reports "Task timed out".
+// limitAnswer is when a request that runs into the execution limit is due
+// to be answered in the tests of that limit: they set a function timeout of
+// limitAnswer + loadMargin and a FunctionLimitMarginMs of loadMargin
+// (limitSettings), so the answer is due limitAnswer after the invocation
+// starts and the platform's own timeout leaves loadMargin of room for a
+// loaded machine beyond it.
+const limitAnswer = 2 * time.Second
+
+// limitSettings is limitAnswer's function timeout, in whole seconds as
+// AWS_LAMBDA_FUNCTION_TIMEOUT takes it, and margin, in ms as
+// FunctionLimitMarginMs takes it.
+func limitSettings() (timeoutSecs, marginMs string) {
+	return strconv.Itoa(int((limitAnswer + loadMargin) / time.Second)), strconv.Itoa(int(loadMargin / time.Millisecond))
+}
+
+// TestLambdaFunctionLimit: with a function timeout of limitAnswer +
+// loadMargin, a margin of loadMargin and a 60 s TTL, a hanging backend is
+// answered 504 FunctionLimit at the limit less the margin, before Lambda's
+// own timeout; the backend's request is cancelled, and the emulator (which
+// judges the timeout as Lambda does) never reports "Task timed out".
 func TestLambdaFunctionLimit(t *testing.T) {
 	t.Parallel()
 	backend, cancelled := silentBackend(t)
-	f := startFunction(t, binary, map[string]string{"Hosts": backend.URL, "AWS_LAMBDA_FUNCTION_TIMEOUT": "3"})
+	timeout, margin := limitSettings()
+	f := startFunction(t, binary, map[string]string{"Hosts": backend.URL, "AWS_LAMBDA_FUNCTION_TIMEOUT": timeout, "FunctionLimitMarginMs": margin})
 	for i, name := range []string{"lambda-urls-request.json", "apigw-v2-request-no-authorizer.json", "lambda-urls-request.json"} {
 		t.Run(fmt.Sprint(i, name), func(t *testing.T) {
 			ev := httpEvent(t, name, httpRequest{method: "GET", rawPath: "/slow", headers: map[string]string{"s7pttl": "60"}})
@@ -258,10 +276,10 @@ func TestLambdaFunctionLimit(t *testing.T) {
 			if a.StatusCode != http.StatusGatewayTimeout || a.Headers["X-Gateway-Error"] != "FunctionLimit" {
 				t.Errorf("answer %d %s %s, want 504 FunctionLimit", a.StatusCode, a.Headers["X-Gateway-Error"], body)
 			}
-			// Answered at the limit minus the 1 s margin, not before; the
-			// emulator judges the 3 s timeout itself (below).
-			if took < 1500*time.Millisecond {
-				t.Errorf("answered after %v, want at about 2 s (3 s timeout, 1 s margin)", took)
+			// Answered at the limit minus the margin, not before; the
+			// emulator judges the timeout itself (below).
+			if took < limitAnswer-500*time.Millisecond {
+				t.Errorf("answered after %v, want at about %v (%s s timeout, %s ms margin)", took, limitAnswer, timeout, margin)
 			}
 			// The function is frozen now: a cancellation the backend sees was
 			// sent before the answer. Its server notices the closed
@@ -322,7 +340,8 @@ func TestLambdaResponseStream(t *testing.T) {
 		w.Write([]byte("chunk2"))
 	}))
 	t.Cleanup(func() { close(release); backend.Close() })
-	f := startFunction(t, binary, map[string]string{"Hosts": backend.URL, "AWS_LAMBDA_FUNCTION_TIMEOUT": "3", "InvokeMode": "RESPONSE_STREAM"})
+	timeout, margin := limitSettings() // /hang is cut limitAnswer after the invocation starts
+	f := startFunction(t, binary, map[string]string{"Hosts": backend.URL, "AWS_LAMBDA_FUNCTION_TIMEOUT": timeout, "FunctionLimitMarginMs": margin, "InvokeMode": "RESPONSE_STREAM"})
 
 	out, _ := f.invoke(t, httpEvent(t, "lambda-urls-request.json", httpRequest{method: "GET", rawPath: "/s"}))
 	prelude, body, ok := bytes.Cut(out, make([]byte, 8))
