@@ -312,8 +312,10 @@ func TestLambdaColdStart(t *testing.T) {
 		t.Fatalf("status %d, backend hits %d", a.StatusCode, hits.Load())
 	}
 	t.Logf("cold start (process start to first invocation answered, under the RIE): %v; warm invocation: %v", cold, warm)
-	if cold > 5*time.Second {
-		t.Errorf("cold start %v, want well under 5 s", cold)
+	// Its speed is a figure to read (-v, docs/deploy-aws.md), not a bound a
+	// loaded machine could break; this only says it came up at all.
+	if cold > loadMargin {
+		t.Errorf("cold start %v, want well under %v", cold, loadMargin)
 	}
 }
 
