@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -31,25 +30,8 @@ import (
 type asyncBackend struct {
 	*httptest.Server
 	calls, cancelled atomic.Int32
-	mu               sync.Mutex
-	gates            map[string]chan struct{}
+	releases         // release(path) lets the requests for path be answered
 }
-
-// gate is the channel release closes for path.
-func (b *asyncBackend) gate(path string) chan struct{} {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	g, ok := b.gates[path]
-	if !ok {
-		g = make(chan struct{})
-		b.gates[path] = g
-	}
-	return g
-}
-
-// release lets the requests for path be answered, those waiting and those
-// to come. Once per path.
-func (b *asyncBackend) release(path string) { close(b.gate(path)) }
 
 // asyncResult is the body asyncBackend answers: every byte value.
 var asyncResult = func() []byte {
@@ -61,13 +43,13 @@ var asyncResult = func() []byte {
 }()
 
 func newAsyncBackend(tb testing.TB) *asyncBackend {
-	b := &asyncBackend{gates: map[string]chan struct{}{}}
+	b := &asyncBackend{}
 	stop := make(chan struct{})
 	b.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b.calls.Add(1)
 		io.ReadAll(r.Body)
 		select {
-		case <-b.gate(r.URL.Path):
+		case <-b.of(r.URL.Path):
 		case <-stop: // the test is over
 			return
 		case <-r.Context().Done():
