@@ -150,7 +150,10 @@ func TestClockStartsAtAcceptance(t *testing.T) {
 				waitLog(t, g.log, `"acceptedAt":"`)
 				waitLog(t, g.log, `"arrivedAt":"`)
 				waitLog(t, g.log, `"queueMs":`)
-				m := regexp.MustCompile(`"queueMs":(\d+)`).FindStringSubmatch(g.log.String())
+				m := regexp.MustCompile(`"queueMs":(-?\d+)`).FindStringSubmatch(g.log.String())
+				if m == nil {
+					t.Fatalf("queueMs is not a whole number of ms:\n%s", g.log.String())
+				}
 				if ms, _ := strconv.Atoi(m[1]); ms < 10000 {
 					t.Errorf("queueMs %d; want at least 10000, from the proxy's acceptance to the arrival", ms)
 				}
