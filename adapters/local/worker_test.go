@@ -68,12 +68,15 @@ func TestWorkerBadMessage(t *testing.T) {
 	var logs syncBuffer
 	w := &Worker{
 		Queue: fs, Async: &async.Async{Store: fs, Queue: fs},
-		Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Visibility: 100 * time.Millisecond, Poll: 5 * time.Millisecond, MaxDequeue: 3,
+		// Each message is settled at its first delivery: a visibility of
+		// seconds keeps a loaded machine from delivering one again before
+		// that (a second "undecodable" line is what this test refuses).
+		Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Visibility: 20 * time.Second, Poll: 5 * time.Millisecond, MaxDequeue: 3,
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { w.Run(wctx); close(done) }()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if _, pending := fs.NextVisible(); !pending {
 			break
