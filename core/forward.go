@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -255,6 +256,7 @@ type attemptResult struct {
 	out        outgoing   // storage for the attempt's request, allocated with it
 	first      [1]Attempt // storage for the timeline when this is its first entry
 	conn       *connTrace // the backend connection the attempt got, when recorded
+	held       net.Conn   // the connection resp's body is read from, when the transport holds it for that body (heldConn)
 	budget     *Budget    // the request's, for chosen
 }
 
@@ -264,8 +266,8 @@ func (a *attemptResult) close() {
 	}
 	if a.resp != nil {
 		// Drain a little so the connection can be reused.
-		io.CopyN(io.Discard, a.resp.Body, 4<<10)
-		a.resp.Body.Close()
+		_, err := io.CopyN(io.Discard, a.resp.Body, 4<<10)
+		closeBody(a.resp.Body, a.held, err == io.EOF)
 		a.resp = nil
 	}
 	if a.cancel != nil {
@@ -304,9 +306,12 @@ func (f *Forwarder) attempt(parent context.Context, rt http.RoundTripper, req *R
 	resp, err := rt.RoundTrip(out)
 	stopped := timer.Stop()
 	ar.record.DurationMs = durationMs(time.Since(start))
+	if err == nil {
+		ar.held = ar.heldConn(out.Method, resp)
+	}
 	if err == nil && !stopped {
 		// The deadline fired as the headers arrived: too late.
-		resp.Body.Close()
+		closeBody(resp.Body, ar.held, false)
 		resp, err = nil, context.Cause(ctx)
 	}
 	if err == nil {
@@ -390,6 +395,7 @@ func (f *Forwarder) deliver(ar *attemptResult, attempts []Attempt, route *Route,
 	}{}
 	sb := &d.sb
 	sb.body, sb.ctx, sb.cancel, sb.streamCancel, sb.idle, sb.stats = resp.Body, ar.ctx, ar.cancel, streamCancel, route.IdleTimeout, f.Stats
+	sb.held = ar.held
 	sb.left, sb.limited = route.FirstByteTimeout, route.FirstByteTimeout > 0
 	resp.Body = sb
 	d.res = Result{Response: resp, Attempts: attempts}
@@ -424,6 +430,8 @@ type streamBody struct {
 	streamCancel context.CancelFunc
 	idle         time.Duration // the limit of the gaps after the first byte; zero: none
 	stats        *Stats
+	held         net.Conn    // the connection the body is read from (attemptResult.held), or nil
+	eof          atomic.Bool // a Read returned io.EOF: the transport may reuse held
 
 	mu      sync.Mutex
 	timer   *time.Timer   // runs only during a Read
@@ -449,6 +457,9 @@ func (s *streamBody) Read(p []byte) (int, error) {
 	}
 	s.mu.Unlock()
 	n, err := s.body.Read(p)
+	if err == io.EOF {
+		s.eof.Store(true)
+	}
 	if !start.IsZero() {
 		s.mu.Lock()
 		// A timer that fired has cut the stream; one Close stopped leaves
@@ -494,9 +505,38 @@ func (s *streamBody) Close() error {
 	if c := s.Cut(); c != nil {
 		s.stats.countCut(c)
 	}
-	err := s.body.Close()
+	err := closeBody(s.body, s.held, s.eof.Load())
 	s.cancel(context.Canceled)
 	s.streamCancel()
+	return err
+}
+
+// heldConn returns the connection resp's body is read from, when the
+// transport holds that connection until the body ends: nil when the
+// attempt's connection is not known (HTTP/2, another RoundTripper), or
+// when net/http's transport gave it back to its pool with the head (a
+// HEAD request, an answer without a body) or handed it over (101).
+func (a *attemptResult) heldConn(method string, resp *http.Response) net.Conn {
+	if a.conn == nil || a.conn.conn == nil || method == http.MethodHead || resp.ContentLength == 0 ||
+		resp.StatusCode == http.StatusSwitchingProtocols {
+		return nil
+	}
+	return a.conn.conn
+}
+
+// closeBody closes a backend answer's body and, when its reader did not
+// see its end (sawEOF), the connection held for it, before it returns.
+// net/http's transport never reuses a connection whose body was closed
+// early, but it closes it from its own goroutine after Body.Close has
+// returned: a Lambda process frozen between the two would leave the
+// backend's work running until the next thaw (CONTRACT §4: the upstream
+// work is cancelled, not abandoned). Closing a connection twice is
+// harmless; the transport's own close then finds it closed.
+func closeBody(body io.Closer, held net.Conn, sawEOF bool) error {
+	err := body.Close()
+	if held != nil && !sawEOF {
+		held.Close()
+	}
 	return err
 }
 
