@@ -219,7 +219,10 @@ func TestAsyncCorruptQueueFileWhileRunning(t *testing.T) {
 	for _, kind := range []string{"random bytes", "emptied", "symlink"} {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
-			be := newSlowBackend(t, 1500*time.Millisecond)
+			// A holds its slot until B's file is damaged; B is never
+			// released (it must never run).
+			var held releases
+			be := newHeldBackend(t, 0, held.hold)
 			dir := t.TempDir()
 			env := asyncEnv(be.URL, dir)
 			env["MaxContinuations"] = "1"
@@ -240,6 +243,8 @@ func TestAsyncCorruptQueueFileWhileRunning(t *testing.T) {
 			}
 			_, c, _ := submitAsync(t, gw.URL, "/reports/c", nil)
 			damage(t, filepath.Join(dir, "queue", bFile), kind)
+			held.release("/reports/a")
+			held.release("/reports/c")
 
 			// C runs once A has given its slot back.
 			for _, acc := range []acceptedDoc{a, c} {
@@ -279,7 +284,9 @@ func TestAsyncCorruptRecordWhileRunning(t *testing.T) {
 	for _, kind := range []string{"random bytes", "emptied", "symlink"} {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
-			be := newSlowBackend(t, 1500*time.Millisecond)
+			// The backend answers once the record is damaged and read.
+			var held releases
+			be := newHeldBackend(t, 0, held.hold)
 			dir := t.TempDir()
 			gw := StartGateway(t, asyncEnv(be.URL, dir))
 			_, acc, _ := submitAsync(t, gw.URL, "/reports/corrupt", nil)
@@ -294,6 +301,7 @@ func TestAsyncCorruptRecordWhileRunning(t *testing.T) {
 					t.Errorf("code = %q; want CorruptRecord", d.Error.Code)
 				}
 			}
+			held.release("/reports/corrupt")
 			// The in-process finish cannot commit; the message delayed to
 			// its lease's end (15 s) then finds the record corrupt, is
 			// settled and logged once.

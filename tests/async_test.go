@@ -237,11 +237,15 @@ func countFiles(tb testing.TB, dir, suffix string) int {
 // not a bound here: a loaded machine stretches it.
 func TestAsyncEmbedded(t *testing.T) {
 	t.Parallel()
-	be := newSlowBackend(t, 1500*time.Millisecond)
+	// The backend holds the work until the test has the 202: the trigger
+	// cannot lose a race to the backend's answer on a loaded machine.
+	var held releases
+	be := newHeldBackend(t, 1500*time.Millisecond, held.hold)
 	dir := t.TempDir()
 	gw := StartGateway(t, asyncEnv(be.URL, dir))
 
 	resp, acc, took := submitAsync(t, gw.URL, "/reports/q3", nil)
+	held.release("/reports/q3") // it answers 1.5 s later: the status URI says pending meanwhile
 	const trigger = 300 * time.Millisecond
 	if took < trigger || took > trigger+loadMargin {
 		t.Errorf("202 after %v; want after the %v trigger (and well before the backend's 1.5 s answer plus %v)", took, trigger, loadMargin)

@@ -66,7 +66,8 @@ func TestAsyncResultURIOutlivesKey(t *testing.T) {
 	t.Parallel()
 	v := emulators.StartVersitygw(t)
 	f := emulators.StartFauxqs(t)
-	be := newSlowBackend(t, 1500*time.Millisecond)
+	var held releases // the backend answers once the test has the 202
+	be := newHeldBackend(t, 1500*time.Millisecond, held.hold)
 	fd := newFrontDoor(t)
 	env := s3sqsEnv(be.URL, v, f)
 	env["PublicBaseURL"] = fd.URL
@@ -74,6 +75,7 @@ func TestAsyncResultURIOutlivesKey(t *testing.T) {
 	fd.route(t, gw1)
 
 	_, acc, _ := submitAsync(t, fd.URL, "/reports/revoke", nil)
+	held.release("/reports/revoke")
 	for name, u := range map[string]string{"data": acc.DataBlobURI, "headers": acc.HeaderBlobURI} {
 		if want := fd.URL + "/_gateway/async/" + acc.ID + "/" + name + "?sig="; !strings.HasPrefix(u, want) {
 			t.Errorf("%s URI %q; want a gateway result URL %s…", name, u, want)

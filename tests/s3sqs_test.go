@@ -78,7 +78,10 @@ func TestAsyncS3SQS(t *testing.T) {
 	// The profile's topic and a subscriber; the local gateway has no ARN
 	// for it (no NotificationTopicArns) and finds it by creating it again.
 	_, eventsURL := notificationTopic(t, f, s3sqsTopic)
-	be := newSlowBackend(t, 1500*time.Millisecond)
+	// The backend holds the work until the test has the 202 and has
+	// queued the duplicate; /reports/down is never released.
+	var held releases
+	be := newHeldBackend(t, 1500*time.Millisecond, held.hold)
 	gw := StartGateway(t, s3sqsEnv(be.URL, v, f))
 
 	_, acc, took := submitAsync(t, gw.URL, "/reports/s3", nil)
@@ -110,6 +113,7 @@ func TestAsyncS3SQS(t *testing.T) {
 	if err := q.Enqueue(ctx, dup, 0); err != nil {
 		t.Fatal(err)
 	}
+	held.release("/reports/s3")
 
 	loc, _ := waitDone(t, acc.StatusURI, 1500*time.Millisecond+loadMargin) // the backend's delay
 	if !strings.HasPrefix(loc, v.Endpoint()) {
