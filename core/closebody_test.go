@@ -18,8 +18,9 @@ import (
 // lagConn is a backend connection whose first Close takes an hour of the
 // bubble's fake time to take effect: it stands for net/http's transport
 // goroutine, which closes an abandoned connection after Body.Close has
-// returned, not having run yet when Lambda freezes the process. closed is
-// set once the connection is really closed.
+// returned, not having finished when Lambda freezes the process. Any
+// later Close fails at once, as a *net.TCPConn's does while another Close
+// is under way. closed is set once the connection is really closed.
 type lagConn struct {
 	net.Conn
 	calls  atomic.Int32
@@ -27,9 +28,10 @@ type lagConn struct {
 }
 
 func (c *lagConn) Close() error {
-	if c.calls.Add(1) == 1 {
-		time.Sleep(time.Hour)
+	if c.calls.Add(1) > 1 {
+		return net.ErrClosed
 	}
+	time.Sleep(time.Hour)
 	err := c.Conn.Close()
 	c.closed.Store(true)
 	return err
@@ -97,8 +99,9 @@ func forwardPipe(t *testing.T, tr http.RoundTripper, method, path string, attemp
 	now := time.Now()
 	p, q, _ := strings.Cut(path, "?")
 	res, err := (&Forwarder{Transport: tr}).Forward(t.Context(), &Request{Method: method, Path: p, RawQuery: q, Header: http.Header{},
-		Route:  &Route{Hosts: mustHosts(t, "backend"), MaxAttempts: attempts},
-		Budget: Budget{Arrival: now, TTL: now.Add(time.Minute), Timeout: time.Minute}})
+		Route: &Route{Hosts: mustHosts(t, "backend"), MaxAttempts: attempts},
+		// Time beyond a lagging Close (an hour), which the gateway waits for.
+		Budget: Budget{Arrival: now, TTL: now.Add(3 * time.Hour), Timeout: 3 * time.Hour}})
 	if err != nil {
 		t.Fatalf("Forward %s: %v", path, err)
 	}
@@ -109,8 +112,25 @@ func forwardPipe(t *testing.T, tr http.RoundTripper, method, path string, attemp
 // the bubble end, so that no goroutine outlives the bubble.
 func settle(tr *http.Transport) {
 	tr.CloseIdleConnections()
-	time.Sleep(2 * time.Hour)
+	time.Sleep(4 * time.Hour)
 	synctest.Wait()
+}
+
+// TestHeadConnCloseWaits: a Close that comes while another is under way
+// returns only once the connection is closed.
+func TestHeadConnCloseWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, cli := net.Pipe()
+		lc := &lagConn{Conn: cli}
+		hc := newHeadConn(lc)
+		go hc.Close() // the transport's close, lagging
+		synctest.Wait()
+		hc.Close()
+		if !lc.closed.Load() {
+			t.Error("Close returned while the connection was still open")
+		}
+		time.Sleep(2 * time.Hour) // the lagging Close ends either way
+	})
 }
 
 // TestEarlyCloseClosesConnection: an answer the gateway stops reading

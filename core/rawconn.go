@@ -110,6 +110,26 @@ type headConn struct {
 	status1 bool     // ... and it was a 1xx
 	cur     []string // Connection values of the head being read
 	last    []string // Connection values of the latest final head
+
+	closing  atomic.Bool
+	closed   chan struct{} // closed once Conn is
+	closeErr error
+}
+
+func newHeadConn(c net.Conn) *headConn { return &headConn{Conn: c, closed: make(chan struct{})} }
+
+// Close closes the connection once, and returns only when it is closed,
+// whoever started it. net.Conn's own Close returns at once, with an error,
+// while another goroutine's Close is under way: the gateway's close of an
+// abandoned answer's connection (closeBody) must not return before the
+// transport's, which it may race, has closed it.
+func (c *headConn) Close() error {
+	if c.closing.CompareAndSwap(false, true) {
+		c.closeErr = c.Conn.Close()
+		close(c.closed)
+	}
+	<-c.closed
+	return c.closeErr
 }
 
 // maxHeadLine bounds what is kept of one head line.
@@ -197,7 +217,7 @@ func recordingDial(dial dialFunc) dialFunc {
 		if err != nil {
 			return nil, err
 		}
-		return &headConn{Conn: c}, nil
+		return newHeadConn(c), nil
 	}
 }
 
@@ -246,6 +266,6 @@ func recordingTLSDial(t *http.Transport) dialFunc {
 		if tc.ConnectionState().NegotiatedProtocol == "h2" {
 			return tc, nil
 		}
-		return &headConn{Conn: tc}, nil
+		return newHeadConn(tc), nil
 	}
 }
