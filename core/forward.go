@@ -530,8 +530,9 @@ func (a *attemptResult) heldConn(method string, resp *http.Response) net.Conn {
 // early, but it closes it from its own goroutine after Body.Close has
 // returned: a Lambda process frozen between the two would leave the
 // backend's work running until the next thaw (CONTRACT §4: the upstream
-// work is cancelled, not abandoned). Closing a connection twice is
-// harmless; the transport's own close then finds it closed.
+// work is cancelled, not abandoned). held is a headConn: its Close
+// returns once the connection is closed, whether this call closed it or
+// the transport's, under way, did.
 func closeBody(body io.Closer, held net.Conn, sawEOF bool) error {
 	err := body.Close()
 	if held != nil && !sawEOF {
