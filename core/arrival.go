@@ -24,7 +24,7 @@ func PlatformArrival(ctx context.Context) (time.Time, bool) {
 	return t, ok && !t.IsZero()
 }
 
-// ClockStart returns when a request's TTL starts (CONTRACT §4): at
+// ClockStart returns when a request's TTL starts (docs/deadlines.md#when-the-clock-starts): at
 // accepted, the time the platform or a trusted proxy says it accepted the
 // request, but never later than arrival, the gateway's own arrival; an
 // accepted time after it (a skewed clock, or one in the future) counts as

@@ -10,7 +10,7 @@ import (
 // Outcome says how one attempt ended.
 type Outcome string
 
-// The outcomes recorded in an attempt timeline (CONTRACT §5).
+// The outcomes recorded in an attempt timeline (docs/deadlines.md#status-codes).
 const (
 	OutcomeStatus        Outcome = "status"         // the backend answered
 	OutcomeTimeout       Outcome = "timeout"        // a deadline cut it
@@ -37,7 +37,7 @@ type Attempt struct {
 // Reason says why a request ended without a response to pass through.
 type Reason uint8
 
-// The reasons, each one row of CONTRACT §5's status table.
+// The reasons, each one row of the table of docs/deadlines.md#status-codes.
 const (
 	ReasonNone               Reason = iota
 	ReasonInvalidTTL                // 400 InvalidTTL
@@ -132,7 +132,7 @@ func (r Reason) Code() string {
 
 // Status returns the contract's HTTP status for r; attempted says whether
 // any attempt reached a backend (it turns an expired TTL from 412 to 504).
-// This is CONTRACT §5's table, kept in core because async results record it.
+// This is the table of docs/deadlines.md#status-codes, kept in core because async results record it.
 func (r Reason) Status(attempted bool) int {
 	switch r {
 	case ReasonInvalidTTL, ReasonInvalidTimeout, ReasonInvalidPath, ReasonInvalidBody, ReasonHeaderNotAllowed, ReasonQueryNotAllowed:
@@ -200,7 +200,7 @@ func ReasonOf(err error) Reason {
 // durationMs rounds d to whole milliseconds for the timeline.
 func durationMs(d time.Duration) int64 { return d.Milliseconds() }
 
-// errorBody is the wire form of a gateway-made error (CONTRACT §5).
+// errorBody is the wire form of a gateway-made error (docs/deadlines.md#status-codes).
 type errorBody struct {
 	Error struct {
 		Code     string    `json:"code"`

@@ -8,7 +8,7 @@ import (
 )
 
 // Authorizer puts the function's own credential on an attempt's request
-// to a route with BackendAuth (CONTRACT §4): an Entra ID bearer token, a
+// to a route with BackendAuth (docs/settings.md#backends-called-with-the-functions-identity): an Entra ID bearer token, a
 // SigV4 signature. Implementations live in infra/ (the cloud SDKs stay out
 // of core) and are wired by functions/. They are safe for concurrent use.
 type Authorizer interface {

@@ -47,7 +47,7 @@ type Budget struct {
 	// ClientTimeout and ClientTTL say that the client chose a Timeout or a
 	// TTL shorter than the route's own (S7PTimeout, S7PTTL). An attempt
 	// such a deadline cut says nothing of the host's health: it counts
-	// toward neither ejection nor the retry budget (CONTRACT §4). False,
+	// toward neither ejection nor the retry budget (docs/security.md#host-health-and-client-chosen-budgets). False,
 	// the zero value, means the deadline is the operator's.
 	ClientTimeout, ClientTTL bool
 }

@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// A route is a capability the operator grants (CONTRACT §4): the client
+// A route is a capability the operator grants (docs/security.md#signed-routes-a-capability-the-operator-grants): the client
 // may ask of its backends only what the route allows, and never widen it.
 // A route with auth calls its backends with the function's own identity,
 // so the gateway is a deputy there: a client header such as

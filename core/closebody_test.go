@@ -147,7 +147,7 @@ func TestHeadConnCloseWaits(t *testing.T) {
 // before its end (the answer cap, a cut stream, an answer it retries)
 // has its backend connection closed by the time Body.Close returns, not
 // later from the transport's goroutine: a Lambda process frozen in
-// between would leave the backend's work running (CONTRACT §4). A body
+// between would leave the backend's work running (docs/deadlines.md#deadlines-and-retries). A body
 // read to its end leaves its connection open for the next request.
 func TestEarlyCloseClosesConnection(t *testing.T) {
 	t.Run("delivered body closed early", func(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 )
 
 // Settings is the gateway's configuration, one field per app setting of
-// CONTRACT §2. Field names are the setting names; the struct tags carry the
+// docs/settings.md#settings. Field names are the setting names; the struct tags carry the
 // documented defaults, read by the edge (functions/) with envconfig. Each
 // field type parses its own text form (it has a Decode method) and says what
 // it expects when the text is wrong.
@@ -129,7 +129,7 @@ type Settings struct {
 // base64 turns into 5.6 MB, inside Lambda's 6 MB buffered answer.
 const MaxAsyncInlineResultBytes = 4 << 20
 
-// DefaultSettings returns the documented defaults of CONTRACT §2, read
+// DefaultSettings returns the documented defaults of docs/settings.md#settings, read
 // from the `default` struct tags of Settings — the one source of defaults,
 // which the edge's envconfig reads too. Fields without a default (Hosts
 // among them) are zero.

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// What callers' credentials become (CONTRACT §1, §3): a credential the
+// What callers' credentials become (docs/security.md#what-callers-credentials-become): a credential the
 // platform checked for the gateway is the gateway's, never a backend's.
 // The adapters remove it before anything else sees the request, and what
 // the platform verified (the caller's identity, see WithCaller) scopes the

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// The route defaults of outlier ejection (CONTRACT §4).
+// The route defaults of outlier ejection (docs/settings.md#ejecting-a-dead-host).
 const (
 	// DefaultEjectAfterFailures is the count of consecutive connection
 	// failures or timeouts that ejects a host.

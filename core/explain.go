@@ -167,7 +167,7 @@ var explainEpoch = time.Unix(1<<30, 0)
 // Explain replays the attempt loop of Forwarder.Forward for p and returns
 // the timeline: each attempt's window and the deadline bounding it (from
 // Budget.Attempt), what ended it, and the answer with the contract's status
-// and code (CONTRACT §4, §5). It is pure and safe for concurrent use.
+// and code (docs/deadlines.md#status-codes). It is pure and safe for concurrent use.
 func Explain(p ExplainParams) Timeline {
 	if p.MaxAttempts <= 0 {
 		p.MaxAttempts = max(len(p.Replies), 1)

@@ -74,7 +74,7 @@ type Result struct {
 	Attempts []Attempt
 }
 
-// Forwarder runs the attempt loop of CONTRACT §4. Its zero value is usable;
+// Forwarder runs the attempt loop of docs/deadlines.md#deadlines-and-retries. Its zero value is usable;
 // it is safe for concurrent use once its fields are set.
 type Forwarder struct {
 	// Transport sends attempts. If nil, a shared NewTransport is used.
@@ -85,10 +85,10 @@ type Forwarder struct {
 	// Stats, if set, counts attempts and the deadlines that cut them.
 	Stats *Stats
 	// RetryBudget, if set, bounds the retries and hedges in flight on
-	// this instance (CONTRACT §4). Nil allows every retry.
+	// this instance (docs/settings.md#retry-budget). Nil allows every retry.
 	RetryBudget *RetryBudget
-	// Ejector, if set, tries the hosts that keep failing last (CONTRACT
-	// §4). Nil ejects nothing.
+	// Ejector, if set, tries the hosts that keep failing last (see
+	// docs/settings.md#ejecting-a-dead-host). Nil ejects nothing.
 	Ejector *Ejector
 	// Authorizers put the credential of each route auth on its attempts.
 	// A route whose auth has no entry ends 502 BackendAuthFailed with
@@ -422,7 +422,7 @@ func (u *upgradeBody) Close() error {
 // byte (the route's FirstByteTimeout) and between two later bytes
 // (IdleTimeout). Its clock runs only while a Read waits on the backend:
 // the time the caller spends between two Reads, writing what it read to a
-// slow client, is not the backend's silence (CONTRACT §4).
+// slow client, is not the backend's silence (docs/deadlines.md#deadlines-and-retries).
 type streamBody struct {
 	body         io.ReadCloser
 	ctx          context.Context
@@ -529,7 +529,7 @@ func (a *attemptResult) heldConn(method string, resp *http.Response) net.Conn {
 // net/http's transport never reuses a connection whose body was closed
 // early, but it closes it from its own goroutine after Body.Close has
 // returned: a Lambda process frozen between the two would leave the
-// backend's work running until the next thaw (CONTRACT §4: the upstream
+// backend's work running until the next thaw (docs/deadlines.md#deadlines-and-retries: the upstream
 // work is cancelled, not abandoned). held is a headConn: its Close
 // returns once the connection is closed, whether this call closed it or
 // the transport's, under way, did.

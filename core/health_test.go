@@ -27,7 +27,7 @@ func answerAfter(d time.Duration) func(string, *http.Request) (*http.Response, e
 
 // TestHealthIgnoresClientChosenDeadlines: attempts cut by a Timeout or TTL
 // the client shortened below the route's own (S7PTimeout, S7PTTL) eject no
-// host, while the same cuts by the route's own Timeout do (CONTRACT §4).
+// host, while the same cuts by the route's own Timeout do (docs/security.md#host-health-and-client-chosen-budgets).
 func TestHealthIgnoresClientChosenDeadlines(t *testing.T) {
 	cases := []struct {
 		name        string

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// This file is hedging on the per-try timeout (CONTRACT §4), Envoy's
+// This file is hedging on the per-try timeout (docs/settings.md#hedging), Envoy's
 // hedge_on_per_try_timeout: when an attempt's Timeout fires while the TTL
 // still has time, the attempt is not cancelled; the next one starts beside
 // it, and the first acceptable answer wins. Every other attempt still

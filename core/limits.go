@@ -16,7 +16,7 @@ const MaxAttemptsLimit = 100
 // MaxProfilesFileBytes is the largest UserProfiles=file: the gateway reads.
 const MaxProfilesFileBytes = 1 << 20
 
-// validateLimits checks the bounds CONTRACT §2 puts on counts.
+// validateLimits checks the bounds docs/settings.md#settings puts on counts.
 func (s *Settings) validateLimits() error {
 	if s.MaxAttempts > MaxAttemptsLimit {
 		return &SettingError{Name: "MaxAttempts", Value: strconv.FormatInt(int64(s.MaxAttempts), 10),

@@ -7,7 +7,7 @@ import (
 )
 
 // Observer receives the events of a request's life that telemetry records
-// (CONTRACT §7): attempts, the backoff waits between them, the async
+// (docs/observability.md#spans): attempts, the backoff waits between them, the async
 // hand-off, and a continuation resumed in a later invocation. Core calls it
 // only when one is set (a nil Observer costs a nil check); the OpenTelemetry
 // implementation lives in infra/otel. The server span of a request is the

@@ -11,7 +11,7 @@ import (
 )
 
 // ResponseLimit is the largest answer a host can send, and how the host
-// counts an answer against it (CONTRACT §1). Each adapter states its own in
+// counts an answer against it (docs/deadlines.md#size-limits-per-host). Each adapter states its own in
 // HostCaps.Response; the shared HTTP face never holds more than it, and
 // answers one that will not fit with 502 ResponseTooLarge instead of
 // leaving it to the platform. The zero value is no limit. A plain value,

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// RetryPolicy is the retry rules of CONTRACT §4 in one value: how many
+// RetryPolicy is the retry rules of docs/deadlines.md#deadlines-and-retries in one value: how many
 // attempts, the wait before each retry, which endings are retried for
 // which requests, and how a request that gets no answer ends. Forward, the
 // hedged loop and Explain all ask it, so the engine and its explanation

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// parsePolicy reads a route's upstream policy fields (CONTRACT §4):
+// parsePolicy reads a route's upstream policy fields (docs/settings.md#upstream-policy-per-route):
 // hedgeOnPerTryTimeout, ejectAfterFailures, ejectForMs, auth, and the
 // capability that goes with auth: methods, allowHeaders, allowQuery.
 func (r *Route) parsePolicy(rj *routeJSON) error {
@@ -39,7 +39,7 @@ func (r *Route) parsePolicy(rj *routeJSON) error {
 	return r.parseCapability(rj)
 }
 
-// The auth types of a route (CONTRACT §4).
+// The auth types of a route (docs/settings.md#backends-called-with-the-functions-identity).
 const (
 	// AuthEntra is a bearer token from the function's Entra ID identity.
 	AuthEntra = "entra"

@@ -46,7 +46,7 @@ type Stats struct {
 	AsyncCanceled  atomic.Int64
 	AsyncExpired   atomic.Int64
 
-	// Upstream policy (CONTRACT §4).
+	// Upstream policy (docs/settings.md#upstream-policy-per-route).
 	Hedges               atomic.Int64 // attempts started beside one whose Timeout fired
 	RetryBudgetExhausted atomic.Int64 // retries or hedges the retry budget refused
 	Ejections            atomic.Int64 // hosts ejected

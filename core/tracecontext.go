@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// The W3C Trace Context limits the gateway keeps (CONTRACT §7): a tracestate
+// The W3C Trace Context limits the gateway keeps (docs/security.md#bounded-telemetry-and-logs): a tracestate
 // of more list-members or more bytes is dropped whole, never forwarded.
 // W3C Trace Context, §3.3.1.1 "tracestate Limits": "There can be a maximum of
 // 32 list-members in a list" and vendors "SHOULD propagate at least 512

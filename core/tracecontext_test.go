@@ -9,7 +9,7 @@ import (
 const validTP = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
 // TestTraceContext is the table of what a client's trace context may carry
-// on (W3C Trace Context §3.2, §3.3; CONTRACT §7).
+// on (W3C Trace Context §3.2, §3.3; docs/security.md#bounded-telemetry-and-logs).
 func TestTraceContext(t *testing.T) {
 	cases := []struct {
 		name           string

@@ -11,7 +11,7 @@ import (
 
 // TrustedProxies is the TrustedProxies setting: the networks whose
 // X-Forwarded-*, Forwarded and X-Request-Start headers the gateway
-// believes (CONTRACT §2, §3). The zero value trusts no peer. A value is
+// believes (docs/deadlines.md#whom-the-gateway-trusts). The zero value trusts no peer. A value is
 // read-only once decoded and may be shared by goroutines.
 //
 // The peer a request is judged by is the address the host hands the

@@ -59,7 +59,7 @@ func TestBelieve(t *testing.T) {
 		"X-Request-Start":   {"t=1"},
 		"Accept":            {"*/*"},
 	}
-	// Client-address look-alikes (CONTRACT §3): what other proxies write
+	// Client-address look-alikes (docs/security.md#what-the-gateway-trusts-host-by-host): what other proxies write
 	// for the client, and forwarding headers spelt with '_'.
 	lookalikes := http.Header{
 		"X-Real-Ip":         {"6.6.6.6"},

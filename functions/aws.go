@@ -62,7 +62,7 @@ func openAWS(ctx context.Context, s *core.Settings) (*awsParts, error) {
 		return nil, &core.SettingError{Name: "NotificationTopicArns", Value: s.NotificationTopicArns, Want: err.Error()}
 	}
 	// On Lambda, Terraform creates every notification topic, writes their
-	// ARNs, and the role may only publish to them (CONTRACT §6): a topic
+	// ARNs, and the role may only publish to them (docs/async-api.md#notifications-on-aws): a topic
 	// without an ARN stops the start-up (ValidateTopics), none is created.
 	notifier := aws.NewNotifier(cfg, arns)
 	notifier.NoCreate = os.Getenv("AWS_LAMBDA_RUNTIME_API") != ""

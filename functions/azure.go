@@ -42,14 +42,14 @@ func openAzure(_ context.Context, s *core.Settings) (*azureParts, error) {
 		return nil, &core.SettingError{Name: "AsyncQueue", Value: name, Want: err.Error()}
 	}
 	// On the Functions host Terraform creates every notification queue
-	// (CONTRACT §6): a missing one is an error, not created.
+	// (docs/terraform.md#inputs-at-a-glance): a missing one is an error, not created.
 	notifier := acct.Notifier()
 	notifier.NoCreate = os.Getenv("FUNCTIONS_CUSTOMHANDLER_PORT") != ""
 	return &azureParts{store: acct.Store(), queue: q, notifier: notifier}, nil
 }
 
 // azureStorageConfig reads the storage settings as the Functions host does
-// (CONTRACT §1): the AzureWebJobsStorage connection string conn, or the
+// (docs/settings.md#azure-storage-settings): the AzureWebJobsStorage connection string conn, or the
 // identity-based AzureWebJobsStorage__blobServiceUri / __queueServiceUri
 // (or __accountName, from which a URI not given is derived), with __credential
 // (managedidentity) and __clientId for a user-assigned identity. getenv

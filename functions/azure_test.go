@@ -10,7 +10,7 @@ import (
 	"fngateway/core"
 )
 
-// TestAzureStorageConfig holds the storage rule of CONTRACT §1 for every
+// TestAzureStorageConfig holds the storage rule of docs/settings.md#azure-storage-settings for every
 // combination of a connection string (none, key-less as the azurerm
 // provider writes it, with a key, with a SAS, the emulator's) and the
 // identity-based settings (none, both URIs, one URI, an account name).

@@ -16,7 +16,7 @@ import (
 // runExplain is `functions explain [flags]`: it prints the budget timeline
 // of a request (core.Explain) as a table and returns the exit code: 0, or
 // 2 for a flag or setting it cannot read. Settings come from the flags,
-// then from the environment (the app settings of CONTRACT §2), then from
+// then from the environment (the app settings of docs/settings.md#settings), then from
 // the contract's defaults.
 func runExplain(args []string, stdout, stderr io.Writer) int {
 	return explainCmd(args, os.LookupEnv, time.Now(), stdout, stderr)

@@ -1,5 +1,5 @@
 // Command functions is the gateway's one binary. It picks its host at
-// start-up (CONTRACT §1): AWS Lambda when AWS_LAMBDA_RUNTIME_API is set, an
+// start-up (docs/settings.md#read-from-the-platform): AWS Lambda when AWS_LAMBDA_RUNTIME_API is set, an
 // Azure Functions custom handler when FUNCTIONS_CUSTOMHANDLER_PORT is set,
 // and otherwise a local server on ListenAddr.
 //
@@ -229,7 +229,7 @@ func assemble(ctx context.Context, s *core.Settings, host core.HostCaps, logger 
 	}
 	h := &httpapi.Handler{Settings: s, Forwarder: fwd, Stats: stats, Logger: logger, Host: host}
 	gw := &gateway{handler: h, api: h}
-	// CONTRACT §1: with async off nothing is opened, so a host with a
+	// docs/deploy-aws.md#how-it-runs: with async off nothing is opened, so a host with a
 	// read-only file system (Lambda's /var/task) starts without a store.
 	if s.AsyncModeEnabled {
 		var p *asyncParts

@@ -10,7 +10,7 @@ import (
 )
 
 // wireTelemetry builds the OpenTelemetry export the standard OTEL_*
-// variables name (CONTRACT §7) and connects it to h: the observer of its
+// variables name (docs/observability.md#turning-it-on) and connects it to h: the observer of its
 // attempts and continuations, the server span around it, the trace ids in
 // its log lines, and the metrics; the caller wraps h in the returned
 // telemetry's Handler and shuts it down. Without an endpoint it creates

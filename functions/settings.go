@@ -13,7 +13,7 @@ import (
 	"fngateway/core"
 )
 
-// loadSettings reads the app settings from the environment, as CONTRACT §2
+// loadSettings reads the app settings from the environment, as docs/settings.md#settings
 // names them, and validates them against the execution limit the host
 // imposes (hostLimit, zero for none). The error is one line naming the
 // setting, its value and what is expected.

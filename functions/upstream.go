@@ -14,7 +14,7 @@ import (
 	"fngateway/infra/azure"
 )
 
-// upstreamPolicy gives fwd the upstream policy of CONTRACT §4: the retry
+// upstreamPolicy gives fwd the upstream policy of docs/settings.md#upstream-policy-per-route: the retry
 // budget, outlier ejection, and an Authorizer for each route auth. Cloud
 // credentials are set up only when a route asks for them: Entra ID tokens
 // from the managed identity (App Service's IDENTITY_ENDPOINT and

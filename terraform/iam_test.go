@@ -220,7 +220,7 @@ func TestLambdaRolePermissionsFail(t *testing.T) {
 // (and of notification_topics), so terraform destroy removes them, and that
 // the AWS role may only publish to those topics, whose ARNs it is given in
 // NotificationTopicArns: no sns:CreateTopic or sqs:CreateQueue, the
-// Notifications statement on the module's own topics (CONTRACT §6).
+// Notifications statement on the module's own topics (docs/terraform.md#inputs-at-a-glance).
 func TestNotificationQueuesOwned(t *testing.T) {
 	for _, c := range []struct {
 		sp       spec

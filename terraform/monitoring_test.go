@@ -32,7 +32,7 @@ const monitoringDescription = "monitoring/panels.json"
 const gatewayLines = `AppTraces | where Message contains_cs '"msg":"request' | extend j = parse_json(substring(Message, indexof(Message, '{')))`
 
 // asyncEndLines is the KQL for the gateway's async end lines ("async
-// request ended", CONTRACT §7), each parsed as j: the {async_ends} of the
+// request ended", docs/observability.md#when-an-async-request-ends), each parsed as j: the {async_ends} of the
 // description's queries.
 const asyncEndLines = `AppTraces | where Message contains_cs '"msg":"async request ended"' | extend j = parse_json(substring(Message, indexof(Message, '{')))`
 

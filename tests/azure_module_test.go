@@ -257,7 +257,7 @@ func startLocalhostProxy(tb testing.TB) *localhostProxy {
 // ping, a request forwarded to the backend, and an async request followed
 // to its result (202, the continuation delivered from the queue as the
 // queue trigger does, the status URI's answer, the result blob read through
-// its user-delegation SAS). Before the storage rule of CONTRACT §1 the
+// its user-delegation SAS). Before the storage rule of docs/settings.md#azure-storage-settings the
 // handler refused to start ("not both").
 func TestAzureFunctionsModuleSettings(t *testing.T) {
 	t.Parallel()
@@ -290,7 +290,7 @@ func TestAzureFunctionsModuleSettings(t *testing.T) {
 	}
 	// The profile's notification queue, as terraform/azure creates it
 	// (azurerm_storage_queue.notifications): on the Functions host the
-	// handler only sends to it and creates no queue (CONTRACT §6).
+	// handler only sends to it and creates no queue (docs/terraform.md#inputs-at-a-glance).
 	ctx := context.Background()
 	qsvc, err := azqueue.NewServiceClient(az.QueueEndpoint(), az.TokenCredential(principal),
 		&azqueue.ClientOptions{ClientOptions: policy.ClientOptions{Transport: az.HTTPClient()}})

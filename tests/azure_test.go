@@ -143,7 +143,7 @@ func TestAsyncAzurite(t *testing.T) {
 
 // createQueues creates the named queues on the account of conn, as
 // terraform/azure creates the profiles' notification queues: on the
-// Functions host the handler only sends to them (CONTRACT §6).
+// Functions host the handler only sends to them (docs/terraform.md#inputs-at-a-glance).
 func createQueues(tb testing.TB, conn string, names ...string) {
 	tb.Helper()
 	for _, name := range names {

@@ -25,7 +25,7 @@ import (
 )
 
 // Real long-running-operation clients that nobody here wrote follow the
-// async API of CONTRACT §6, each to the three endings: a success ends with
+// async API (docs/async-api.md#clients), each to the three endings: a success ends with
 // the backend's exact body and content type, a backend 500 as a failure
 // the client reports, a cancelled request (DELETE on the status URI right
 // after the 202) as cancelled. Where a client can only see a status code

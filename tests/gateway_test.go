@@ -213,7 +213,7 @@ func TestStreamIdleCut(t *testing.T) {
 	gw.WaitLog(t, loadMargin, func(m map[string]any) bool { return m["code"] == "StreamCut" && m["deadline"] == "idle" })
 }
 
-// TestStatusTable walks CONTRACT §5's table on the real binary.
+// TestStatusTable walks the table of docs/deadlines.md#status-codes on the real binary.
 func TestStatusTable(t *testing.T) {
 	t.Parallel()
 	var calls sync.Map

@@ -11,7 +11,7 @@ import (
 // below what a healthy host needs are cut at it, but a host judged by
 // what the client chose would be ejected for every client; a sixth request
 // with the route's own Timeout goes to that host first and it answers
-// (CONTRACT §4, issue 21).
+// (docs/security.md#host-health-and-client-chosen-budgets, issue 21).
 func TestClientTimeoutEjectsNoHost(t *testing.T) {
 	t.Parallel()
 	a := newRecordingBackend(t, "a", 20*time.Millisecond) // healthy: answers in 20 ms

@@ -18,7 +18,7 @@ import (
 	"fngateway/internal/emulators"
 )
 
-// The traces of CONTRACT §7, asserted on what a real receiver (the
+// The traces of docs/observability.md#spans, asserted on what a real receiver (the
 // OpenTelemetry Collector's OTLP receiver, fed over OTLP/HTTP) received and
 // its file exporter wrote.
 

@@ -18,7 +18,7 @@ import (
 
 // TestAsyncDeclined: a request that asked for async (S7PAsyncMode: true)
 // and is served in line says why, in x-Async-Declined and its log line's
-// asyncDeclined (CONTRACT §6); one that did not ask says nothing.
+// asyncDeclined (docs/async-api.md#when-a-request-goes-async); one that did not ask says nothing.
 func TestAsyncDeclined(t *testing.T) {
 	t.Parallel()
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

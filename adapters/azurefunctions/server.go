@@ -48,7 +48,7 @@ func Caps() core.HostCaps {
 
 // ContinuationPath is where the host invokes the continuation function: a
 // custom handler's non-HTTP function is called as POST /<function name>.
-// On this host the path is reserved (CONTRACT §1): it never reaches a
+// On this host the path is reserved (docs/deploy-azure.md#the-two-functions): it never reaches a
 // backend, whatever the method.
 const ContinuationPath = "/continuation"
 

@@ -29,7 +29,7 @@ func (h *Handler) profileOf(r *http.Request) *core.Profile {
 
 // The reasons a request that asked for async (S7PAsyncMode: true) is
 // served in line, in x-Async-Declined and the log line's asyncDeclined
-// (CONTRACT §6), in the order they are checked.
+// (docs/async-api.md#when-a-request-goes-async), in the order they are checked.
 const (
 	declinedAsyncDisabled   = "async-disabled"    // AsyncModeEnabled is off (or no async store)
 	declinedProfileMissing  = "profile-missing"   // no X-UserProfile header
@@ -41,7 +41,7 @@ const (
 )
 
 // asyncEligible says whether all three levels agree that req may go async
-// (CONTRACT §6): the gateway, the profile and the request itself. When the
+// (docs/async-api.md#when-a-request-goes-async): the gateway, the profile and the request itself. When the
 // request asked for async and may not, declined says why.
 func (h *Handler) asyncEligible(r *http.Request, route *core.Route, req *core.Request) (ok bool, declined string) {
 	if !strings.EqualFold(strings.TrimSpace(r.Header.Get("S7PAsyncMode")), "true") {
@@ -94,7 +94,7 @@ func (h *Handler) proxyAsync(w http.ResponseWriter, r *http.Request, req *core.R
 	}
 }
 
-// accepted writes the 202 of CONTRACT §6.
+// accepted writes the 202 of docs/async-api.md.
 func (h *Handler) accepted(w http.ResponseWriter, r *http.Request, acc *async.Accepted, lg *requestLog) {
 	status := h.absolute(r, acc.StatusURI)
 	operation := h.absolute(r, async.OperationPath(acc.ID))
@@ -118,7 +118,7 @@ func retryAfterSecs(d time.Duration) int {
 	return max(s, 1)
 }
 
-// serveStatus answers a status URI (CONTRACT §6): 202 with the state,
+// serveStatus answers a status URI (docs/async-api.md#the-status-uri): 202 with the state,
 // Retry-After and Location (itself) while pending (generic
 // long-running-operation pollers keep polling on 202); once done, the
 // result itself (serveResult); 404 for an unknown id, 410 Expired once the

@@ -131,7 +131,7 @@ func (h *Handler) writeOperation(w http.ResponseWriter, r *http.Request, code in
 	writeJSON(w, code, h.operationOf(r, st))
 }
 
-// serveOperation answers an operation URI (CONTRACT §6): always 200 with
+// serveOperation answers an operation URI (docs/async-api.md#the-operation-uri-status-monitor): always 200 with
 // the operation document while the request can be read, and the status
 // URI's errors otherwise (404, 410 Expired, 500 CorruptRecord).
 func (h *Handler) serveOperation(w http.ResponseWriter, r *http.Request, id string) {
@@ -147,7 +147,7 @@ func (h *Handler) serveOperation(w http.ResponseWriter, r *http.Request, id stri
 	h.writeOperation(w, r, http.StatusOK, st)
 }
 
-// serveCancel answers DELETE on a status URI (CONTRACT §6): 202 with the
+// serveCancel answers DELETE on a status URI (docs/async-api.md#cancellation): 202 with the
 // operation document while the cancel takes effect, or 200 with it when
 // the request had finished already (nothing changes then).
 func (h *Handler) serveCancel(w http.ResponseWriter, r *http.Request, id string) {

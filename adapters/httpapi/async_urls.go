@@ -9,7 +9,7 @@ import (
 )
 
 // serveResultURL answers a gateway result URL, /_gateway/async/<id>/data
-// or …/headers with its signature (CONTRACT §6): 307 Temporary Redirect to
+// or …/headers with its signature (docs/async-api.md#result-urls-and-their-lifetime): 307 Temporary Redirect to
 // the blob, signed by the store at that moment for a few minutes, so the
 // URL a 202 handed out lasts until the request expires whatever credential
 // the store signs with. A missing, altered or foreign signature is 403

@@ -12,8 +12,8 @@ import (
 )
 
 // What a client is told of an error, and what a client can make the
-// gateway log (CONTRACT §7, docs/security.md "Errors say nothing of the
-// inside").
+// gateway log (docs/security.md#bounded-telemetry-and-logs and
+// docs/security.md#errors-say-nothing-of-the-inside).
 
 // internalMessages are the messages of the reasons whose cause is inside
 // the gateway — a store, a queue, a credential, a record — and not the

@@ -11,7 +11,7 @@ import (
 )
 
 // The per-request log line in CloudWatch Embedded Metric Format (setting
-// EmfNamespace, CONTRACT §7): the line's own durationMs and attempts, plus
+// EmfNamespace, docs/observability.md#cloudwatch-embedded-metric-format): the line's own durationMs and attempts, plus
 // the timeouts of its attempts by source, its retries, hedges and
 // ejections (the attempts whose failure ejected their host), how it ended and
 // whether it was handed off to async, under the names of /_gateway/stats

@@ -1,6 +1,6 @@
 // Package httpapi is the HTTP face of the gateway, shared by every host:
-// it reads the per-request headers of CONTRACT §3, runs core's attempt loop,
-// and writes CONTRACT §5's answers. Hosts (adapters/local, Lambda, Azure
+// it reads the per-request headers of docs/settings.md#per-request-headers, runs core's attempt loop,
+// and writes the answers of docs/deadlines.md#status-codes. Hosts (adapters/local, Lambda, Azure
 // Functions) hand it plain net/http requests whose context carries the
 // host's execution limit as its deadline.
 package httpapi
@@ -210,7 +210,7 @@ func (h *Handler) prepare(w http.ResponseWriter, r *http.Request, route *core.Ro
 	}
 	b := core.Budget{Arrival: arrival, TTL: ttl, Timeout: timeout,
 		// A deadline the client shortened below the route's own says
-		// nothing of a host's health (CONTRACT §4).
+		// nothing of a host's health (docs/security.md#host-health-and-client-chosen-budgets).
 		ClientTimeout: timeout != route.Timeout && (route.Timeout <= 0 || timeout < route.Timeout),
 		ClientTTL:     ttl.Before(arrival.Add(route.TTL))}
 	if dl, ok := r.Context().Deadline(); ok {

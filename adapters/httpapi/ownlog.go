@@ -72,7 +72,7 @@ func (h *Handler) logOwn(r *http.Request, w *ownWriter, start time.Time) {
 }
 
 // LogAsyncEnd returns an async.Async OnEnd that writes one line to logger
-// when an async request ends (CONTRACT §7), in whichever invocation that
+// when an async request ends (docs/observability.md#when-an-async-request-ends), in whichever invocation that
 // is: "async request ended" with the request's id (async, as the request
 // line names it), its final state, status, code and attempts, and
 // durationMs from its arrival to its committed result. Info level; Warn

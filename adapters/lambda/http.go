@@ -267,7 +267,7 @@ func (h *Handler) serveHTTP(ctx context.Context, done context.CancelFunc, event 
 }
 
 // errStreamCut ends an invocation whose response body was cut after its
-// status was chosen (CONTRACT §4): the client must see a broken transfer.
+// status was chosen (docs/deadlines.md#deadlines-and-retries): the client must see a broken transfer.
 var errStreamCut = errors.New("response body cut after the status was sent")
 
 // serve runs next and reports whether it aborted with http.ErrAbortHandler,

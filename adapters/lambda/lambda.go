@@ -6,7 +6,7 @@
 //   - Function URL and API Gateway HTTP API (payload 2.0) events become plain
 //     net/http requests, answered buffered, or streamed through a Function
 //     URL with InvokeMode RESPONSE_STREAM;
-//   - SQS events carry continuation messages (CONTRACT §6), answered with
+//   - SQS events carry continuation messages (docs/deploy-aws.md#how-it-runs), answered with
 //     the records that failed (events.SQSEventResponse).
 //
 // The invocation's deadline, which the Lambda runtime client sets on the

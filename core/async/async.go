@@ -78,7 +78,7 @@ func readEnd(arrival, expiry time.Time) time.Time {
 // queue worker took the request over: the result is that worker's to write.
 var ErrLeaseLost = errors.New("async lease lost to another worker")
 
-// Async is the platform-neutral async continuation engine of CONTRACT §6:
+// Async is the platform-neutral async continuation engine of docs/async-api.md:
 // Submit hands a request on, Process continues it in a fresh invocation,
 // Status reports on it. Its methods are safe for concurrent use once its
 // fields are set.
@@ -144,7 +144,7 @@ type Async struct {
 	// OnEnd, if set, is told once when an async request ends, in the
 	// invocation that commits its one result: an in-process finish, a
 	// queue continuation, or the DELETE that settles an unheld request
-	// (CONTRACT §7). The edge logs it. It may be called from several
+	// (docs/observability.md#when-an-async-request-ends). The edge logs it. It may be called from several
 	// goroutines at once. If nil, nothing is told.
 	OnEnd func(ctx context.Context, e End)
 

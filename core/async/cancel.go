@@ -13,7 +13,7 @@ import (
 	"fngateway/core"
 )
 
-// Cancellation (CONTRACT §6): DELETE on a status URI asks to cancel. The
+// Cancellation (docs/async-api.md#cancellation): DELETE on a status URI asks to cancel. The
 // record goes from queued or running to cancelling; whoever holds the claim
 // then writes the cancellation (409 Canceled) as the one result, by the
 // same commit protocol as any result, so exactly one result exists whether
@@ -53,7 +53,7 @@ var errNotCancelled = errors.New("not cancelled")
 // ErrNotFound for an unknown id, *Error with ReasonExpired or
 // ReasonCorruptRecord.
 //
-// Cancel belongs to the submitter (CONTRACT §6): a request scoped to a
+// Cancel belongs to the submitter (docs/async-api.md#cancellation): a request scoped to a
 // caller is cancelled only by the same caller — the verified identity in
 // ctx (WithCaller), else the scope headers in h, the DELETE's headers — and
 // is ErrNotFound to anyone else, as an unknown id is, whatever its state.

@@ -17,7 +17,7 @@ import (
 // Azure poison queue <queue>-poison (moved there by the Functions host after
 // maxDequeueCount deliveries) and the file store's quarantine/ (messages the
 // local worker or the store could not decode). Redriver lists them, shows
-// one, and sends them back (CONTRACT §6): a request already finished is
+// one, and sends them back (docs/operations.md#dead-letters): a request already finished is
 // acknowledged and never run twice, one past its expiry is reported and not
 // sent.
 

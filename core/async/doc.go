@@ -1,4 +1,4 @@
-// Package async is the gateway's async continuation engine (CONTRACT §6),
+// Package async is the gateway's async continuation engine (docs/async-api.md),
 // over the deadline engine of package core: a request that outlasts its
 // invocation is made durable, answered 202 Accepted, and continued in later
 // invocations until it has one result. It depends on core (Request, Router,

@@ -6,7 +6,7 @@ import (
 	"fngateway/core"
 )
 
-// Fairness between profiles (CONTRACT §6): one profile holds at most
+// Fairness between profiles (docs/async-api.md#fairness-between-profiles): one profile holds at most
 // Continuations.PerProfile slots on an instance. Run asks for a slot of the
 // request's profile before it finishes a request in-process; a queue worker
 // asks MessageProfile whose work a message is before it runs it, and leaves

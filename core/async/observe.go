@@ -6,7 +6,7 @@ import (
 	"fngateway/core"
 )
 
-// The async events of Observer (CONTRACT §7): the hand-off, and the
+// The async events of Observer (docs/observability.md#spans): the hand-off, and the
 // continuation that links back to the request's trace.
 
 func (e engine) observer() core.Observer { return e.fwd.Observer }

@@ -21,7 +21,7 @@ import (
 
 // ErrBadMessage is wrapped by the error decodeContinuation returns, and so by
 // Async.Process, for a continuation message that cannot be decoded. The
-// adapter fails that message alone (CONTRACT §6).
+// adapter fails that message alone (docs/async-api.md#corrupt-records-and-messages).
 var ErrBadMessage = errors.New("bad continuation message")
 
 // errBadRecord is wrapped by the error decodeAsyncRecord returns for a
@@ -91,7 +91,7 @@ func decodeStrict(b []byte, v any) error {
 // State is where an async request is in its life.
 type State string
 
-// The states of CONTRACT §6's status document, plus abandoned: a
+// The states of the status document (docs/async-api.md#the-status-uri), plus abandoned: a
 // submission that failed after its record was written (never reported; the
 // client got 503 and no id).
 const (
@@ -333,7 +333,7 @@ type idempotencyEntry struct {
 }
 
 // resultHeader is the header blob: the result's status and headers
-// (CONTRACT §6).
+// (docs/async-api.md#the-hand-off-results-and-notifications).
 type resultHeader struct {
 	Status      int            `json:"status"`
 	Headers     http.Header    `json:"headers"`
@@ -342,7 +342,7 @@ type resultHeader struct {
 	Attempts    []core.Attempt `json:"attempts"`
 }
 
-// notification is a lifecycle notification (CONTRACT §6), named as the
+// notification is a lifecycle notification (docs/async-api.md#the-hand-off-results-and-notifications), named as the
 // seed proxy names them.
 type notification struct {
 	RequestGUID string `json:"RequestGuid"`

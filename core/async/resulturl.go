@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// Gateway result URLs (CONTRACT §6). A store's own signature may not last
+// Gateway result URLs (docs/async-api.md#result-urls-and-their-lifetime). A store's own signature may not last
 // as long as a request: an S3 URL presigned with a function role's
 // temporary credentials stops working when their session token expires,
 // any presigned URL when its access key is deleted, an Azure

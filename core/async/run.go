@@ -29,7 +29,7 @@ func (f forwarded) close() {
 	}
 }
 
-// Run forwards req, a request that may go async (CONTRACT §6), and races
+// Run forwards req, a request that may go async (docs/async-api.md#when-a-request-goes-async), and races
 // the backend's answer against the hand-off. Exactly one of its results is
 // set:
 //

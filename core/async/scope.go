@@ -14,14 +14,14 @@ import (
 	"fngateway/core"
 )
 
-// An Idempotency-Key is scoped to its caller (CONTRACT §3): the index entry
+// An Idempotency-Key is scoped to its caller (docs/async-api.md#idempotency-and-callers): the index entry
 // of a key is named by the profile, the key and a digest of the caller —
 // the caller identity the host's platform verified (WithCaller) when there
 // is one, otherwise the values of the request headers named by
 // IdempotencyScopeHeaders (Async.ScopeHeaders). The same key and request
 // from another caller is another request; nothing of the credential is
 // stored in clear. The same digest, kept in the record, says who may
-// cancel the request (CONTRACT §6).
+// cancel the request (docs/async-api.md#cancellation).
 
 // DefaultIdempotencyScopeHeaders are the headers that scope an
 // Idempotency-Key when Async.ScopeHeaders is nil (IdempotencyScopeHeaders'
@@ -85,7 +85,7 @@ func (ix idempotency) callerScope(ctx context.Context, h http.Header) string {
 }
 
 // submitter returns the callerScope a request's record keeps, so that
-// only the same caller may cancel it (CONTRACT §6), or "" when the request
+// only the same caller may cancel it (docs/async-api.md#cancellation), or "" when the request
 // was scoped to no caller: no verified identity and none of the scope
 // headers set. Only the digest is kept, never the credential.
 func (ix idempotency) submitter(ctx context.Context, h http.Header) string {

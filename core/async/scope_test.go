@@ -154,7 +154,7 @@ func TestIdempotencyVerifiedCallerOnly(t *testing.T) {
 	}
 }
 
-// TestCancelBySubmitter (CONTRACT §6): a request scoped to a caller — a
+// TestCancelBySubmitter (docs/async-api.md#cancellation): a request scoped to a caller — a
 // verified identity, or scope headers — is cancelled only by that caller;
 // to any other a DELETE is ErrNotFound, as for an unknown id, and changes
 // nothing. A request scoped to no caller is cancelled by whoever holds

@@ -12,7 +12,7 @@ import (
 )
 
 // OperationSuffix ends the path of an operation URI (the status
-// monitor of CONTRACT §6): StatusPrefix + id + OperationSuffix.
+// monitor of docs/async-api.md#the-operation-uri-status-monitor): StatusPrefix + id + OperationSuffix.
 const OperationSuffix = "/operation"
 
 // StatusPath returns the path of request id's status URI.

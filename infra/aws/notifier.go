@@ -39,7 +39,7 @@ type Notifier struct {
 	// NoCreate makes a topic without a given ARN an error naming it,
 	// instead of creating the topic: on Lambda, where Terraform creates
 	// every topic and the function's role may only publish to them
-	// (CONTRACT §6). Zero: create (local, emulators).
+	// (docs/async-api.md#notifications-on-aws). Zero: create (local, emulators).
 	NoCreate bool
 
 	client *sns.Client
@@ -69,7 +69,7 @@ func (n *Notifier) CheckTopic(topic string) error {
 }
 
 // Notify publishes body, a lifecycle notification (the JSON object of
-// CONTRACT §6, whose RequestGuid and Status give the message group and
+// docs/async-api.md#notifications-on-aws, whose RequestGuid and Status give the message group and
 // deduplication ids), to the topic named topic. A topic CheckTopic refuses,
 // a body Enqueue would refuse and a body without RequestGuid or Status are
 // refused. A topic created here and deleted since is created again once.

@@ -18,7 +18,7 @@ import (
 	"fngateway/internal/emulators"
 )
 
-// note is a lifecycle notification as core/async makes it (CONTRACT §6).
+// note is a lifecycle notification as core/async makes it (docs/async-api.md#notifications-on-aws).
 func note(tb testing.TB, id, status, topic string, at time.Time) []byte {
 	tb.Helper()
 	b, err := json.Marshal(map[string]string{"RequestGuid": id, "Status": status, "Timestamp": at.UTC().Format(time.RFC3339Nano), "topicName": topic})

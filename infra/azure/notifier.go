@@ -26,7 +26,7 @@ func (n *Notifier) CheckTopic(topic string) error { return checkName("queue", to
 type Notifier struct {
 	// NoCreate makes a missing queue an error naming it instead of creating
 	// it: on the Azure Functions host, where Terraform creates every queue
-	// (CONTRACT §6). Zero: create (local, Azurite).
+	// (docs/terraform.md#inputs-at-a-glance). Zero: create (local, Azurite).
 	NoCreate bool
 
 	svc *azqueue.ServiceClient

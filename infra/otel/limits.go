@@ -10,7 +10,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
-// The bounds of the gateway's telemetry (CONTRACT §7): no value a client
+// The bounds of the gateway's telemetry (docs/security.md#bounded-telemetry-and-logs): no value a client
 // controls is recorded whole, and the spans waiting for export are few and
 // small, so a slow or hung collector costs a bounded amount of memory.
 const (

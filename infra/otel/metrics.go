@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 )
 
-// instruments registers the metrics (CONTRACT §7): every /_gateway/stats
+// instruments registers the metrics (docs/observability.md#metrics): every /_gateway/stats
 // counter under its own name, read from core.Stats at collection (no cost
 // per request); the request and attempt duration histograms of the HTTP
 // semantic conventions; and the gauges.

@@ -16,7 +16,7 @@ import (
 	"fngateway/core"
 )
 
-// The span attributes of the gateway's own (CONTRACT §7), beside the HTTP
+// The span attributes of the gateway's own (docs/observability.md#spans), beside the HTTP
 // semantic conventions'.
 const (
 	attrAttempt   = "gateway.attempt"         // the attempt's number, from 1

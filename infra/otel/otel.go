@@ -1,5 +1,5 @@
 // Package otel exports the gateway's traces and metrics over OTLP/HTTP with
-// the OpenTelemetry Go SDK (CONTRACT §7). It implements core.Observer (the
+// the OpenTelemetry Go SDK (docs/observability.md#opentelemetry). It implements core.Observer (the
 // attempt, backoff, hand-off and continuation spans), wraps the HTTP face
 // with the server span of each request, adds trace and span ids to log
 // lines, and publishes the /_gateway/stats counters as metrics.

@@ -29,7 +29,7 @@ locals {
   # list them in notification_topics when it is file:<path>): SNS FIFO
   # topics. The module creates them, writes their ARNs in
   # NotificationTopicArns, and the function may only publish to them
-  # (CONTRACT §6: in the cloud Terraform creates every topic), so terraform
+  # (docs/async-api.md#notifications-on-aws: in the cloud Terraform creates every topic), so terraform
   # destroy removes them with the rest.
   profiles                 = try(jsondecode(var.user_profiles), [])
   profile_topics           = [for p in local.profiles : p["async-config"]["topic"] if try(p["async-config"]["topic"], "") != ""]

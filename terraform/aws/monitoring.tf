@@ -60,7 +60,7 @@ locals {
   continuation_age_secs = coalesce(var.alarms.continuation_age_secs, min(900, ceil(var.async_ttl_secs / 4)))
 
   # One alarm per condition, each over 5 minutes: what it watches and its
-  # threshold (docs/operations.md#alarms). dimensions null: the metric's
+  # threshold (docs/operations.md#alarms-and-alerts-what-each-means-what-to-do). dimensions null: the metric's
   # dimensionless series.
   metric_alarms = {
     # Continuations SQS gave up on: maxReceiveCount receives without success.

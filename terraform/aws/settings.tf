@@ -1,4 +1,4 @@
-# The gateway's app settings (CONTRACT §2): one entry per setting, named as the
+# The gateway's app settings (docs/settings.md#settings): one entry per setting, named as the
 # gateway reads it. A setting whose value equals the gateway's default is left
 # out, so the gateway applies its own default and holds only what was set
 # against the execution limit. make test checks offline (terraform/ Go test)

@@ -180,7 +180,7 @@ variable "log_retention_days" {
 # --- monitoring (monitoring.tf; docs/operations.md) ---------------------------
 
 variable "alarms" {
-  description = "The alarms' recipient and thresholds (docs/operations.md#alarms), each over 5 minutes: email, an address the alarms notify through an SNS topic the module creates (it must confirm the subscription; null: no topic, the alarms notify nobody); dead_letters, the most messages in the continuations' dead-letter queue (ApproximateNumberOfMessagesVisible; 0: any); continuation_age_secs, the longest the oldest continuation may wait (ApproximateAgeOfOldestMessage; null: a quarter of async_ttl_secs, at most 900); function_limit_endings, requests ended 504 FunctionLimit (needs emf_namespace); function_errors, invocations the function failed; throttles, invocations refused for want of concurrency."
+  description = "The alarms' recipient and thresholds (docs/operations.md#alarms-and-alerts-what-each-means-what-to-do), each over 5 minutes: email, an address the alarms notify through an SNS topic the module creates (it must confirm the subscription; null: no topic, the alarms notify nobody); dead_letters, the most messages in the continuations' dead-letter queue (ApproximateNumberOfMessagesVisible; 0: any); continuation_age_secs, the longest the oldest continuation may wait (ApproximateAgeOfOldestMessage; null: a quarter of async_ttl_secs, at most 900); function_limit_endings, requests ended 504 FunctionLimit (needs emf_namespace); function_errors, invocations the function failed; throttles, invocations refused for want of concurrency."
   # One object, the same in both modules: its attributes' defaults are the
   # alarm defaults of terraform/monitoring/panels.json (TestAlarmDefaults).
   type = object({
@@ -218,7 +218,7 @@ variable "tags" {
 }
 
 # ---------------------------------------------------------------------------
-# Gateway settings (CONTRACT §2). Each variable is one app setting; its
+# Gateway settings (docs/settings.md#settings). Each variable is one app setting; its
 # default is the gateway's own (core.Settings), null where the gateway has
 # none. Only values that differ from the gateway's default are written, so the
 # gateway applies its own defaults and holds only what you set against the

@@ -92,7 +92,7 @@ locals {
   # (azure-functions-host #11794, #11796), and Azure Verified Modules
   # dropped it (terraform-azurerm-avm-res-web-site #376). What remains is the
   # provider's key-less string: it names the account and authorizes nothing.
-  # The gateway ignores it beside the identity settings (CONTRACT §1); the
+  # The gateway ignores it beside the identity settings (docs/settings.md#azure-storage-settings); the
   # deploy guide removes it from the app after each apply that changed the
   # app (docs/deploy-azure.md), which Read never notices, until the provider
   # stops writing it (#29099, #29693).

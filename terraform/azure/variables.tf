@@ -187,7 +187,7 @@ variable "log_retention_days" {
 # --- monitoring (monitoring.tf; docs/operations.md) ---------------------------
 
 variable "alarms" {
-  description = "The alerts' recipient and thresholds (docs/operations.md#alarms), each over 5 minutes unless said: email, an address the alerts' action group notifies (null: no receiver; add one in the portal); dead_letters, continuations the host moved to the poison queue (its \"Moving message to queue\" line; 0: any); continuation_age_secs, the longest a continuation may have waited when its invocation receives it (the line's queueAgeMs; null: a quarter of async_ttl_secs, at most 900); queue_messages, the most messages in the storage account's queues (QueueMessageCount, all queues, hourly; over 6 hours); function_limit_endings, requests ended 504 FunctionLimit; function_errors, invocations the function failed; throttles, invocations answered 429."
+  description = "The alerts' recipient and thresholds (docs/operations.md#alarms-and-alerts-what-each-means-what-to-do), each over 5 minutes unless said: email, an address the alerts' action group notifies (null: no receiver; add one in the portal); dead_letters, continuations the host moved to the poison queue (its \"Moving message to queue\" line; 0: any); continuation_age_secs, the longest a continuation may have waited when its invocation receives it (the line's queueAgeMs; null: a quarter of async_ttl_secs, at most 900); queue_messages, the most messages in the storage account's queues (QueueMessageCount, all queues, hourly; over 6 hours); function_limit_endings, requests ended 504 FunctionLimit; function_errors, invocations the function failed; throttles, invocations answered 429."
   # One object, the same in both modules: its attributes' defaults are the
   # alarm defaults of terraform/monitoring/panels.json (TestAlarmDefaults).
   type = object({
@@ -220,7 +220,7 @@ variable "tags" {
 }
 
 # ---------------------------------------------------------------------------
-# Gateway settings (CONTRACT §2). Each variable is one app setting; its
+# Gateway settings (docs/settings.md#settings). Each variable is one app setting; its
 # default is the gateway's own (core.Settings), null where the gateway has
 # none. Only values that differ from the gateway's default are written, so the
 # gateway applies its own defaults and holds only what you set against the
