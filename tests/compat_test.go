@@ -2,6 +2,7 @@ package tests
 
 import (
 	"archive/tar"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"fngateway/infra/filestore"
 	"fngateway/internal/emulators"
 )
 
@@ -306,4 +308,90 @@ func corruptHint(body []byte) string {
 	}
 	return "\n(one build cannot read the other's record: does this build write a member, or a format version, that " +
 		previousRelease[:7] + " does not know? It refuses any member it does not know: docs/operations.md, \"Upgrades and rollbacks\")"
+}
+
+// TestNextReleaseRecords: what the release after this one may write, on the
+// embedded store: records with a member this build does not know, and a
+// continuation message of a newer format version. This build cancels and
+// finishes the requests of those records (before, each was 500
+// CorruptRecord, its message settled, and it never ran), writes the member
+// back with every rewrite, and leaves the newer message on the queue (not
+// set aside as undecodable) with a line that says so.
+func TestNextReleaseRecords(t *testing.T) {
+	t.Parallel()
+	be := newCompatBackend(t)
+	dir := t.TempDir()
+	env := asyncEnv(be.URL, dir)
+	a := StartGateway(t, env)
+	_, toFinish, _ := submitAsync(t, a.URL, "/next/finish", nil)
+	_, toCancel, _ := submitAsync(t, a.URL, "/next/cancel", nil)
+	waitFor(t, loadMargin, "both attempts at the backend", func() bool {
+		f, _ := be.count("/next/finish")
+		c, _ := be.count("/next/cancel")
+		return f == 1 && c == 1
+	})
+	a.terminate(t, 10*time.Second+loadMargin)
+
+	// The next release's writes, made while no gateway runs on the store.
+	const member = `"nextRelease":{"kept":[1,"two"]}`
+	fs, err := filestore.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, id := range []string{toFinish.ID, toCancel.ID} {
+		key := "gateway/records/" + id + ".json"
+		data, version, err := fs.Get(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fs.Put(ctx, key, append([]byte("{"+member+","), data[1:]...), version); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newer := []byte(`{"v":2,"id":"0123456789abcdef0123456789abcdef","next":true}`)
+	if err := fs.Enqueue(ctx, newer, 0); err != nil {
+		t.Fatal(err)
+	}
+
+	b := StartGateway(t, env)
+	via := func(uri string) string { return strings.Replace(uri, a.URL, b.URL, 1) }
+	resp, body, _ := Do(t, "DELETE", via(toCancel.StatusURI), nil, "")
+	if resp.StatusCode != http.StatusAccepted && resp.StatusCode != http.StatusOK {
+		t.Errorf("DELETE = %d %s; want 202", resp.StatusCode, body)
+	}
+	resp, body, _ = waitResult(t, via(toCancel.StatusURI), loadMargin)
+	if resp.StatusCode != http.StatusConflict {
+		t.Errorf("cancelled request = %d %s; want 409 Canceled", resp.StatusCode, body)
+	}
+	// Released at the drain, its message comes back within a lease.
+	resp, body, _ = waitResult(t, via(toFinish.StatusURI), 15*time.Second+loadMargin)
+	if resp.StatusCode != http.StatusCreated || string(body) != "done /next/finish" {
+		t.Errorf("finished request = %d %q; want 201 \"done /next/finish\"", resp.StatusCode, body)
+	}
+	b.WaitLog(t, loadMargin, func(m map[string]any) bool {
+		msg, _ := m["msg"].(string)
+		return strings.HasPrefix(msg, "continuation left for a newer release")
+	})
+	b.terminate(t, 10*time.Second+loadMargin)
+
+	fs, err = filestore.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{toFinish.ID, toCancel.ID} {
+		data, _, err := fs.Get(ctx, "gateway/records/"+id+".json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(data), member) {
+			t.Errorf("record %s after this build's rewrites: %s; want the next release's member %s kept", id, data, member)
+		}
+	}
+	if _, pending := fs.NextVisible(); !pending {
+		t.Errorf("the newer message is gone from the queue; want it left for a release that can read it")
+	}
+	if names, _ := filepath.Glob(filepath.Join(dir, "quarantine", "*")); len(names) != 0 {
+		t.Errorf("quarantine/ holds %v; want nothing set aside", names)
+	}
 }
