@@ -302,6 +302,8 @@ func canFinish(l async.Letter, now time.Time) string {
 		return "no, no record"
 	case async.VerdictCorrupt:
 		return "no, record unreadable"
+	case async.VerdictNewer:
+		return "not by this build, newer format"
 	}
 	return "no, not a continuation"
 }
@@ -329,7 +331,7 @@ func printLetters(w io.Writer, ls []async.Letter, where string, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tPROFILE\tAGE\tDELIVERIES\tATTEMPTS\tCAN FINISH\tREDRIVE\tLAST ERROR")
 	for _, l := range ls {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", l.Key(), orDash(l.Profile), age(l, now), l.Deliveries,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", printable(l.Key()), orDash(printable(l.Profile)), age(l, now), l.Deliveries,
 			len(l.Attempts), canFinish(l, now), l.Verdict, orDash(oneLine(l.LastError)))
 	}
 	tw.Flush()
@@ -341,8 +343,8 @@ func printLetter(w io.Writer, l async.Letter, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
 	row("id", orDash(l.RequestID))
-	row("message", l.ID)
-	row("profile", orDash(l.Profile))
+	row("message", printable(l.ID))
+	row("profile", orDash(printable(l.Profile)))
 	row("state", orDash(string(l.State)))
 	if !l.Arrival.IsZero() {
 		row("arrived", l.Arrival.Format(time.RFC3339)+" ("+age(l, now)+" ago)")
@@ -363,7 +365,7 @@ func printLetter(w io.Writer, l async.Letter, now time.Time) {
 		if a.Status != 0 {
 			status = " " + strconv.Itoa(a.Status)
 		}
-		row(fmt.Sprintf("attempt %d", i+1), fmt.Sprintf("%s %s%s after %d ms", a.Host, a.Outcome, status, a.DurationMs))
+		row(fmt.Sprintf("attempt %d", i+1), printable(fmt.Sprintf("%s %s%s after %d ms", a.Host, a.Outcome, status, a.DurationMs)))
 	}
 	tw.Flush()
 }
@@ -406,26 +408,34 @@ func printLettersJSON(w io.Writer, ls []async.Letter, now time.Time) {
 	enc.Encode(out)
 }
 
-// bodyText is a message body as text: itself when it is printable UTF-8,
-// else quoted; at most 1 KiB of it.
+// bodyText is a message body as text (printable), at most 1 KiB of it.
 func bodyText(b []byte) string {
 	if len(b) > 1<<10 {
 		b = b[:1<<10]
 	}
-	s := string(b)
-	if utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+	return printable(string(b))
+}
+
+// printable is s as the tables print what a store or a record holds (a
+// quarantined file's name, a profile, an error naming them): s itself when
+// it is valid UTF-8 of printable characters and spaces, else s quoted with
+// Go's escapes, so that no terminal escape, control character (a newline
+// that would forge a row, a tab that would shift a column) or bidirectional
+// override reaches the terminal as itself.
+func printable(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return !strconv.IsPrint(r) }) {
 		return s
 	}
 	return strconv.Quote(s)
 }
 
-// oneLine keeps s on one line of a table.
+// oneLine keeps s on one line of a table, printable.
 func oneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > 200 {
 		s = s[:200] + "…"
 	}
-	return s
+	return printable(s)
 }
 
 // printRedrive prints what a redrive did and returns the exit code.
@@ -447,8 +457,8 @@ func printRedrive(w, stderr io.Writer, outs []async.Outcome, where string, dryRu
 		}
 		switch {
 		case o.Err != nil:
-			fmt.Fprintf(w, "%s: failed%s: %v\n", o.Key(), copies, o.Err)
-			fmt.Fprintf(stderr, "functions deadletters: %s: %v\n", o.Key(), o.Err)
+			fmt.Fprintf(w, "%s: failed%s: %s\n", printable(o.Key()), copies, printable(o.Err.Error()))
+			fmt.Fprintf(stderr, "functions deadletters: %s: %s\n", printable(o.Key()), printable(o.Err.Error()))
 			code = 1
 			left++
 		case o.Verdict.Sends():
@@ -461,7 +471,7 @@ func printRedrive(w, stderr io.Writer, outs []async.Outcome, where string, dryRu
 			fmt.Fprintf(w, "%s: not sent%s: expired at %s unfinished; left in the dead letters\n", o.Key(), copies, o.Expiry.Format(time.RFC3339))
 			left++
 		default:
-			fmt.Fprintf(w, "%s: not sent%s: %s: %s; left in the dead letters\n", o.Key(), copies, o.Verdict, oneLine(o.LastError))
+			fmt.Fprintf(w, "%s: not sent%s: %s: %s; left in the dead letters\n", printable(o.Key()), copies, o.Verdict, oneLine(o.LastError))
 			left++
 		}
 	}

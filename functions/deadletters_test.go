@@ -8,12 +8,14 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -22,6 +24,7 @@ import (
 	"fngateway/adapters/lambda"
 	"fngateway/core/async"
 	"fngateway/infra/azure"
+	"fngateway/infra/filestore"
 	"fngateway/internal/emulators"
 )
 
@@ -528,5 +531,54 @@ func TestDeadLettersExpired(t *testing.T) {
 	}
 	if ms, err := gw.async.Queue.Receive(t.Context(), 10, time.Second); err != nil || len(ms) != 0 {
 		t.Errorf("continuation queue: %d messages, %v; want none sent", len(ms), err)
+	}
+}
+
+// TestDeadLettersNamesEscaped: the name of a quarantined file is whatever
+// was put there; list, show and redrive print it (and what embeds it, the
+// letter's error) escaped, so that a terminal escape, a newline that would
+// forge a row, a tab that would shift a column or a bidirectional override
+// never reaches the terminal as itself. Before, list printed the name raw.
+func TestDeadLettersNamesEscaped(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := filestore.Open(dir); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{
+		"\x1b[31mred\x1b[0m\x1b]0;title\x07.msg",
+		"x\n0123456789abcdef0123456789abcdef  alice  1s  1  0  yes  send  -\t.msg",
+		"over\u202eride.msg",
+		"bad\xffutf8.msg",
+	}
+	for _, n := range names {
+		if err := os.WriteFile(filepath.Join(dir, "quarantine", n), []byte("not a continuation"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := func(k string) (string, bool) {
+		if k == "AsyncStore" {
+			return "file:" + dir, true
+		}
+		return "", false
+	}
+	for _, args := range [][]string{{"list"}, {"redrive", "--dry-run"}} {
+		var out, errb bytes.Buffer
+		deadLettersCmd(t.Context(), args, env, time.Now(), &out, &errb)
+		got := out.String() + errb.String()
+		if strings.ContainsAny(got, "\x1b\x07\t\u202e") || !utf8.ValidString(got) {
+			t.Errorf("deadletters %s printed a control character, an override or invalid UTF-8:\n%q", strings.Join(args, " "), got)
+		}
+		// One line per letter, plus the header and the summary (list).
+		lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+		want := len(names) + 1
+		if args[0] == "list" {
+			want++
+		}
+		if len(lines) != want {
+			t.Errorf("deadletters %s printed %d lines; want %d:\n%s", strings.Join(args, " "), len(lines), want, out.String())
+		}
+		if !strings.Contains(got, `\x1b[31mred`) {
+			t.Errorf("deadletters %s: the name is not shown escaped:\n%s", strings.Join(args, " "), got)
+		}
 	}
 }

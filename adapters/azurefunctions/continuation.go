@@ -158,7 +158,9 @@ type invokeResponse struct {
 //   - done, or a message for an unknown or finished request: 200;
 //   - an envelope or message that cannot be decoded: 400 / 422, so it
 //     ends in the poison queue, kept for an operator;
-//   - async off, a store or queue error: 503, delivered again.
+//   - async off, a store or queue error: 503, delivered again;
+//   - a message or record in a newer release's format (async.ErrNewerFormat):
+//     503, delivered again, for an instance that can read it.
 //
 // A client can reach this path too, so what it answers says nothing of the
 // inside (a store error's URL, account or record path is logged, never
@@ -221,6 +223,13 @@ func (s *Server) serveContinuation(w http.ResponseWriter, r *http.Request, arriv
 			slog.Int("status", http.StatusUnprocessableEntity), slog.Int("bytes", len(inv.Message)),
 			slog.String("body", base64.StdEncoding.EncodeToString(inv.Message[:min(len(inv.Message), 3*httpapi.MaxLogValue/4)])), slog.String("err", err.Error()))...)
 		s.answer(w, http.StatusUnprocessableEntity, httpapi.PublicMessage(core.ReasonInvalidBody, err.Error()))
+	case errors.Is(err, async.ErrNewerFormat):
+		// Written by a newer release (instances of two versions side by
+		// side, or a rollback): a non-2xx answer leaves the message on the
+		// queue for an instance that can read it.
+		clog.Log(ctx, log, slog.LevelWarn, "continuation left for a newer release: its format is newer than this build reads; the queue will deliver it again", append(attrs,
+			slog.Int("status", http.StatusServiceUnavailable), slog.String("err", err.Error()))...)
+		s.answer(w, http.StatusServiceUnavailable, "the continuation is in a newer format than this instance reads; the queue will deliver it again")
 	default:
 		// The detail (a store URL, a record path) is the operator's.
 		clog.Log(ctx, log, slog.LevelWarn, "continuation failed; the queue will deliver it again", append(attrs,

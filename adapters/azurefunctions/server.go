@@ -61,7 +61,8 @@ const (
 // Continuer runs one continuation message: async.Async's Process. It
 // returns nil when the message is done with, an error wrapping
 // async.ErrBadMessage when it cannot be decoded, and any other error when
-// the queue should deliver it again.
+// the queue should deliver it again (one wrapping async.ErrNewerFormat among
+// them).
 type Continuer interface {
 	Process(ctx context.Context, msg []byte) error
 }

@@ -18,13 +18,14 @@ import (
 var errNoAsync = errors.New("async is off (AsyncModeEnabled=false): no continuation can run")
 
 // serveSQS runs each record's continuation under the invocation's deadline,
-// one after the other, and lists the records that failed (malformed or
-// transiently failed) as batch item failures, so that SQS delivers only
-// those again (the event source mapping needs ReportBatchItemFailures).
-// Records for unknown or finished requests succeed. Nothing fails the whole
-// batch: an event that does not decode as SQS lists every record it names.
-// A record that failed transiently is first hidden for its redelivery wait
-// (redeliver), so that it comes back after that wait.
+// one after the other, and lists the records that failed (malformed,
+// transiently failed, or in a newer release's format) as batch item
+// failures, so that SQS delivers only those again (the event source mapping
+// needs ReportBatchItemFailures). Records for unknown or finished requests
+// succeed. Nothing fails the whole batch: an event that does not decode as
+// SQS lists every record it names. A record that failed transiently or came
+// from a newer release is first hidden for its redelivery wait (redeliver),
+// so that it comes back after that wait.
 func (h *Handler) serveSQS(ctx context.Context, event []byte) (events.SQSEventResponse, error) {
 	// The waits never outlast the invocation's time limit: Lambda refuses
 	// an event source mapping whose queue's visibility timeout is shorter
@@ -52,11 +53,17 @@ func (h *Handler) serveSQS(ctx context.Context, event []byte) (events.SQSEventRe
 		}
 		resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
 		kind := "transient"
-		if errors.Is(err, async.ErrBadMessage) {
+		switch {
+		case errors.Is(err, async.ErrBadMessage):
 			kind = "malformed"
+		case errors.Is(err, async.ErrNewerFormat):
+			// Written by a newer release (a version shift, a rollback):
+			// left on the queue, as a transient failure, for a version
+			// that can read it.
+			kind = "newer-format"
 		}
 		attrs := []any{"messageId", rec.MessageId, "failure", kind, "err", err.Error()}
-		if kind == "transient" && h.Continuations != nil {
+		if kind != "malformed" && h.Continuations != nil {
 			if wait, ok := h.redeliver(ctx, rec, span); ok {
 				attrs = append(attrs, "retryInMs", wait.Milliseconds())
 			}

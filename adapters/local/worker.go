@@ -243,6 +243,11 @@ func (w *Worker) process(work context.Context, log *slog.Logger, m async.Message
 		}
 		log.InfoContext(work, "continuation stopped at shutdown; its claim is released",
 			slog.String("messageId", m.ID), slog.String("err", err.Error()))
+	case errors.Is(err, async.ErrNewerFormat):
+		// Written by a newer release (a rolling deploy, a rollback): left
+		// on the queue, untouched, for an instance that can read it.
+		log.WarnContext(work, "continuation left for a newer release: its format is newer than this build reads; the queue will deliver it again",
+			slog.String("messageId", m.ID), slog.String("err", err.Error()))
 	default:
 		log.WarnContext(work, "continuation failed; the queue will deliver it again",
 			slog.String("messageId", m.ID), slog.String("err", err.Error()))

@@ -382,3 +382,59 @@ func TestWorkerHoldsOneSlotWhileWaiting(t *testing.T) {
 	}()
 	waitUntil(t, "the request is done", func() bool { _, done := e.state(t, id); return done })
 }
+
+// TestWorkerNewerFormat: a continuation message, or the record it names, in
+// a format version newer than this build reads (a newer release beside this
+// one, or rolled back from) is left on the queue for a build that can read
+// it: not quarantined, not completed, the record not marked corrupt, and one
+// line says so. Before, such a message was set aside as undecodable, and a
+// newer record made its request CorruptRecord for good.
+func TestWorkerNewerFormat(t *testing.T) {
+	dir := t.TempDir()
+	fs, err := filestore.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	newerMsg := []byte(`{"v":2,"id":"0123456789abcdef0123456789abcdef","next":1}`)
+	const id = "fedcba9876543210fedcba9876543210"
+	if _, err := fs.Put(ctx, "gateway/records/"+id+".json", []byte(`{"v":2,"id":"`+id+`","state":{"next":true}}`), ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range [][]byte{newerMsg, []byte(`{"v":1,"id":"` + id + `"}`)} {
+		if err := fs.Enqueue(ctx, m, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var logs syncBuffer
+	w := &Worker{
+		Queue: fs, Async: &async.Async{Store: fs, Queue: fs},
+		// Seconds of visibility: each message is delivered once here.
+		Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Visibility: 20 * time.Second, Poll: 5 * time.Millisecond, MaxDequeue: 1,
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { w.Run(wctx); close(done) }()
+	left := func() int { return strings.Count(logs.String(), `"msg":"continuation left for a newer release`) }
+	deadline := time.Now().Add(30 * time.Second)
+	for left() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no two lines saying the messages are left for a newer release; logs:\n%s", logs.String())
+		}
+		time.Sleep(5 * time.Millisecond) // polling with a deadline
+	}
+	cancel()
+	<-done
+	if _, pending := fs.NextVisible(); !pending {
+		t.Errorf("the messages are gone from the queue; want both left on it")
+	}
+	if names, _ := filepath.Glob(filepath.Join(dir, "quarantine", "*")); len(names) != 0 {
+		t.Errorf("quarantine/ holds %v; want nothing set aside", names)
+	}
+	if _, _, err := fs.Get(ctx, "gateway/corrupt/"+id); !errors.Is(err, async.ErrNotFound) {
+		t.Errorf("corrupt mark: %v; want none", err)
+	}
+	if strings.Contains(logs.String(), "undecodable") {
+		t.Errorf("a message was logged as undecodable:\n%s", logs.String())
+	}
+}

@@ -84,6 +84,10 @@ const (
 	// VerdictMalformed: the message is not a continuation the gateway can
 	// decode. Reported, not sent.
 	VerdictMalformed Verdict = "malformed"
+	// VerdictNewer: the message or the request's record is in a format
+	// version newer than this build reads (ErrNewerFormat); a newer
+	// release's command redrives it. Reported, not sent.
+	VerdictNewer Verdict = "newer-format"
 )
 
 // Sends reports whether v sends the continuation again.
@@ -96,7 +100,7 @@ func (v Verdict) Removes() bool { return v == VerdictSend || v == VerdictFinishe
 // record says (found: a record exists; state its state; expiry its
 // expiry) at time now, the verdict. A message that did not decode and a
 // record that could not be read are decided by the caller
-// (VerdictMalformed, VerdictCorrupt).
+// (VerdictMalformed, VerdictCorrupt, VerdictNewer).
 func Decide(found bool, state State, expiry, now time.Time) Verdict {
 	switch {
 	case !found:
@@ -185,6 +189,10 @@ func (r *Redriver) Inspect(ctx context.Context, d DeadLetter, now time.Time) (Le
 		return l, nil
 	}
 	c, err := decodeContinuation(d.Body)
+	if errors.Is(err, ErrNewerFormat) {
+		l.Verdict, l.LastError = VerdictNewer, err.Error()
+		return l, nil
+	}
 	if err != nil {
 		l.Verdict, l.LastError = VerdictMalformed, err.Error()
 		return l, nil
@@ -202,6 +210,10 @@ func (r *Redriver) Inspect(ctx context.Context, d DeadLetter, now time.Time) (Le
 	}
 	if errors.Is(err, ErrCorruptRecord) {
 		l.Verdict, l.LastError = VerdictCorrupt, err.Error()
+		return l, nil
+	}
+	if errors.Is(err, ErrNewerFormat) {
+		l.Verdict, l.LastError = VerdictNewer, err.Error()
 		return l, nil
 	}
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -14,14 +15,17 @@ import (
 )
 
 // FuzzDecodeContinuation: the decoder never panics, refuses with
-// ErrBadMessage, and what it accepts encodes back to the same message.
+// ErrBadMessage, or with ErrNewerFormat exactly when the version is newer,
+// and what it accepts encodes back to the same message.
 func FuzzDecodeContinuation(f *testing.F) {
 	id := "0123456789abcdef0123456789abcdef"
 	for _, s := range []string{
 		`{"v":1,"id":"` + id + `"}`,
 		` {"id":"` + id + `","v":1} `,
 		`{"v":2,"id":"` + id + `"}`,
+		`{"v":2,"id":"` + id + `","x":{"y":[1]}}`,
 		`{"v":1,"id":"` + id + `","x":null}`,
+		`{"v":1,"id":"` + id + `","V":3}`,
 		`{"v":1,"ID":"` + id + `"}`,
 		`{"v":1,"id":"` + id + `"}{}`,
 		`{"v":1.0,"id":"\u0030123456789abcdef0123456789abcdef"}`,
@@ -32,8 +36,10 @@ func FuzzDecodeContinuation(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := decodeContinuation(b)
 		if err != nil {
-			if !errors.Is(err, ErrBadMessage) {
-				t.Fatalf("error %v does not wrap ErrBadMessage", err)
+			v, verr := formatVersion(b)
+			newer := len(b) <= maxMessageBytes && verr == nil && v > continuationVersion
+			if newer != errors.Is(err, ErrNewerFormat) || !newer && !errors.Is(err, ErrBadMessage) {
+				t.Fatalf("error %v: want ErrNewerFormat exactly for a newer version, else ErrBadMessage", err)
 			}
 			return
 		}
@@ -51,8 +57,10 @@ func FuzzDecodeContinuation(f *testing.F) {
 	})
 }
 
-// FuzzDecodeRecord: the decoder never panics, refuses with errBadRecord,
-// and what it accepts encodes and decodes back to the same encoding.
+// FuzzDecodeRecord: the decoder never panics, refuses with errBadRecord, or
+// with ErrNewerFormat exactly when the version is newer, and what it
+// accepts encodes and decodes back to the same encoding, its unknown
+// members kept.
 func FuzzDecodeRecord(f *testing.F) {
 	arrival := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	full := &asyncRecord{V: 1, ID: "0123456789abcdef0123456789abcdef", State: StateRunning, Profile: "alice", Topic: "t",
@@ -79,11 +87,19 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Add([]byte(`{"v":1,"id":"0123456789abcdef0123456789abcdef","state":"queued","container":"../x","arrival":"2026-01-01T00:00:00Z","expiry":"2026-01-01T00:00:00Z","request":{"method":"GET","path":"/"}}`))
 	f.Add([]byte(`{"v":1,"state":"nope"}`))
 	f.Add([]byte(`null`))
+	// A later release's record: members this build does not know, at the
+	// top level and in request; and one of a newer format version.
+	withNew := bytes.Replace(bytes.Replace(must(minimal.Encode()), []byte(`{"v":1,`), []byte(`{"v":1,"next":{"a":[1,"<b>"]},"Nope":null,`), 1),
+		[]byte(`"request":{`), []byte(`"request":{"extra":"x",`), 1)
+	f.Add(withNew)
+	f.Add(bytes.Replace(withNew, []byte(`"v":1`), []byte(`"v":2`), 1))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := decodeAsyncRecord(b)
 		if err != nil {
-			if !errors.Is(err, errBadRecord) {
-				t.Fatalf("error %v does not wrap errBadRecord", err)
+			v, verr := formatVersion(b)
+			newer := verr == nil && v > recordVersion
+			if newer != errors.Is(err, ErrNewerFormat) || !newer && !errors.Is(err, errBadRecord) {
+				t.Fatalf("error %v: want ErrNewerFormat exactly for a newer version, else errBadRecord", err)
 			}
 			return
 		}
@@ -101,6 +117,17 @@ func FuzzDecodeRecord(f *testing.F) {
 		enc2, err := r2.Encode()
 		if err != nil || !bytes.Equal(enc, enc2) {
 			t.Fatalf("round trip changed the record:\n%s\n%s (%v)", enc, enc2, err)
+		}
+		// Every member no field of this build takes is written back
+		// with its value.
+		var in, out map[string]any
+		json.Unmarshal(b, &in)
+		json.Unmarshal(enc, &out)
+		fields := jsonFields(reflect.TypeFor[asyncRecord]())
+		for k, v := range in {
+			if _, _, known := fields.lookup(k); !known && !reflect.DeepEqual(out[k], v) {
+				t.Fatalf("unknown member %q = %v in %s; written back as %v in %s", k, v, b, out[k], enc)
+			}
 		}
 	})
 }

@@ -1,13 +1,13 @@
 package async
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"time"
 
@@ -16,8 +16,10 @@ import (
 
 // The wire formats of async continuations: the queue message, the
 // continuation record, the idempotency index entry and the result header
-// blob. Each is versioned JSON; the decoders are strict, because messages
-// and records come back from storage the gateway does not fully control.
+// blob. Each is versioned JSON. The decoders check every member they know,
+// because messages and records come back from storage the gateway does not
+// fully control, and tolerate the ones they do not, because another release
+// may have written them (format.go).
 
 // ErrBadMessage is wrapped by the error decodeContinuation returns, and so by
 // Async.Process, for a continuation message that cannot be decoded. The
@@ -55,37 +57,30 @@ func (c wireContinuation) Encode() []byte {
 	return b
 }
 
-// decodeContinuation parses a queue message body. Anything but one JSON
-// object of version 1 with a well-formed id and no other keys is an error
-// wrapping ErrBadMessage.
+// decodeContinuation parses a queue message body. A message of a version
+// newer than continuationVersion is an error wrapping ErrNewerFormat;
+// anything else but one JSON object of version 1 with a well-formed id is an
+// error wrapping ErrBadMessage. Other members are ignored: a message is
+// never rewritten, only sent anew (see format.go for the rule).
 func decodeContinuation(b []byte) (wireContinuation, error) {
 	if len(b) > maxMessageBytes {
 		return wireContinuation{}, fmt.Errorf("%w: %d bytes, want at most %d", ErrBadMessage, len(b), maxMessageBytes)
 	}
-	var w continuationJSON
-	if err := decodeStrict(b, &w); err != nil {
+	v, err := formatVersion(b)
+	if err != nil {
 		return wireContinuation{}, fmt.Errorf("%w: %v", ErrBadMessage, err)
 	}
-	if w.V != continuationVersion {
-		return wireContinuation{}, fmt.Errorf("%w: version %d, want %d", ErrBadMessage, w.V, continuationVersion)
+	if v > continuationVersion {
+		return wireContinuation{}, newerFormat("continuation message", v, continuationVersion)
+	}
+	var w continuationJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return wireContinuation{}, fmt.Errorf("%w: %v", ErrBadMessage, err)
 	}
 	if !validAsyncID(w.ID) {
 		return wireContinuation{}, fmt.Errorf("%w: id %.40q is not 32 lowercase hex digits", ErrBadMessage, w.ID)
 	}
 	return wireContinuation{ID: w.ID}, nil
-}
-
-// decodeStrict decodes exactly one JSON value with no unknown keys.
-func decodeStrict(b []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if _, err := dec.Token(); err == nil {
-		return errors.New("data after the JSON value")
-	}
-	return nil
 }
 
 // State is where an async request is in its life.
@@ -173,6 +168,12 @@ type asyncRecord struct {
 	V     int    `json:"v"`
 	ID    string `json:"id"`
 	State State  `json:"state"`
+
+	// unknown are the members, at the top level and in request, that
+	// another release wrote and this one does not know: written back by
+	// Encode (format.go).
+	unknown *unknownMembers
+
 	// Profile is the submitting user profile's id ("" for none); Topic its
 	// async-config.topic, for notifications.
 	Profile string `json:"profile,omitempty"`
@@ -215,20 +216,33 @@ func (r *asyncRecord) Encode() ([]byte, error) {
 		return nil, err
 	}
 	b, err := json.Marshal(r)
+	if err == nil {
+		b, err = r.unknown.merge(b)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("encode record: %w", err)
 	}
 	return b, nil
 }
 
-// decodeAsyncRecord parses a continuation record. Unknown keys, an unknown
-// version, a malformed id or container, or missing times are errors
-// wrapping errBadRecord. Times come back in UTC.
+// decodeAsyncRecord parses a continuation record. A format version newer
+// than recordVersion is an error wrapping ErrNewerFormat. A member of the
+// wrong type, a missing version, a malformed id or container, or missing
+// times are errors wrapping errBadRecord. Members it does not know are
+// kept for Encode. Times come back in UTC.
 func decodeAsyncRecord(b []byte) (*asyncRecord, error) {
-	var r asyncRecord
-	if err := decodeStrict(b, &r); err != nil {
+	v, err := formatVersion(b)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errBadRecord, err)
 	}
+	if v > recordVersion {
+		return nil, newerFormat("record", v, recordVersion)
+	}
+	var r asyncRecord
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%w: %v", errBadRecord, err)
+	}
+	r.unknown = collectUnknown(b, reflect.TypeFor[asyncRecord](), "request")
 	r.Arrival = r.Arrival.UTC()
 	r.Expiry = r.Expiry.UTC()
 	if r.Claim != nil {
@@ -247,8 +261,8 @@ func decodeAsyncRecord(b []byte) (*asyncRecord, error) {
 func (r *asyncRecord) validate() error {
 	bad := func(what string) error { return fmt.Errorf("%w: %s", errBadRecord, what) }
 	switch {
-	case r.V != recordVersion:
-		return bad(fmt.Sprintf("version %d, want %d", r.V, recordVersion))
+	case r.V < 1 || r.V > recordVersion:
+		return bad(fmt.Sprintf("version %d, want 1 to %d", r.V, recordVersion))
 	case !validAsyncID(r.ID):
 		return bad("malformed id")
 	case !r.State.valid():
@@ -332,6 +346,31 @@ type idempotencyEntry struct {
 	ReadableUntil time.Time `json:"readableUntil,omitzero"`
 }
 
+// idempotencyVersion is the format version of idempotency entries.
+const idempotencyVersion = 1
+
+// decodeIdempotencyEntry parses an idempotency entry: one of a newer format
+// version is an error wrapping ErrNewerFormat, one that is not an entry of
+// version 1 with a well-formed id an error wrapping errBadRecord. Members it
+// does not know are ignored: an entry is never rewritten, only replaced.
+func decodeIdempotencyEntry(b []byte) (idempotencyEntry, error) {
+	var e idempotencyEntry
+	v, err := formatVersion(b)
+	switch {
+	case err != nil:
+		return e, fmt.Errorf("%w: idempotency entry: %v", errBadRecord, err)
+	case v > idempotencyVersion:
+		return e, newerFormat("idempotency entry", v, idempotencyVersion)
+	}
+	if err := json.Unmarshal(b, &e); err != nil {
+		return e, fmt.Errorf("%w: idempotency entry: %v", errBadRecord, err)
+	}
+	if !validAsyncID(e.ID) {
+		return e, fmt.Errorf("%w: idempotency entry: malformed id", errBadRecord)
+	}
+	return e, nil
+}
+
 // resultHeader is the header blob: the result's status and headers
 // (docs/async-api.md#the-hand-off-results-and-notifications).
 type resultHeader struct {
@@ -386,8 +425,8 @@ func Garbage(key string, data []byte, now time.Time) []string {
 		}
 		return []string{asyncBodyKey(r.ID), asyncDataKey(r.Container, r.ID), asyncHeaderKey(r.Container, r.ID), key}
 	case strings.HasPrefix(key, asyncIdempotencyPrefix):
-		var e idempotencyEntry
-		if decodeStrict(data, &e) != nil || e.ReadableUntil.IsZero() || now.Before(e.ReadableUntil) {
+		e, err := decodeIdempotencyEntry(data)
+		if err != nil || e.ReadableUntil.IsZero() || now.Before(e.ReadableUntil) {
 			return nil
 		}
 		return []string{key}

@@ -145,7 +145,8 @@ func keyReused() *core.Error {
 // request with fingerprint fp, or nil and the version of an entry that may
 // be taken over ("" when there is none): one that is unreadable or names a
 // record that is missing, abandoned or past its read grace. An entry of another fingerprint is
-// an *Error with ReasonIdempotencyKeyReused; a store failure one with
+// an *Error with ReasonIdempotencyKeyReused; a store failure, or an entry
+// or record a newer release wrote (ErrNewerFormat), one with
 // ReasonAsyncUnavailable.
 func (ix idempotency) lookup(ctx context.Context, key, fp string) (*Accepted, string, error) {
 	data, version, err := ix.records.store.Get(ctx, key)
@@ -155,8 +156,13 @@ func (ix idempotency) lookup(ctx context.Context, key, fp string) (*Accepted, st
 	if err != nil {
 		return nil, "", asyncUnavailable("read the idempotency index", err)
 	}
-	var e idempotencyEntry
-	if decodeStrict(data, &e) != nil || e.V != 1 || !validAsyncID(e.ID) {
+	e, err := decodeIdempotencyEntry(data)
+	switch {
+	case errors.Is(err, ErrNewerFormat):
+		// A newer release's entry: not taken over, lest a retried
+		// submission run twice; the newer release answers it.
+		return nil, "", asyncUnavailable("read the idempotency index", err)
+	case err != nil:
 		return nil, version, nil
 	}
 	rec, err := ix.records.load(ctx, e.ID)

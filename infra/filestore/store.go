@@ -287,10 +287,13 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// openObject opens the record file at path; a missing file, a directory or
-// a path through a file is async.ErrNotFound. It never follows a symlink: a
-// symlink or any other file that is not a regular one is an error wrapping
-// async.ErrCorruptRecord (see openNoFollow).
+// openObject opens the record file at path; a missing file or a path
+// through a file is async.ErrNotFound. It never follows a symlink: a
+// symlink, a directory or any other file that is not a regular one is an
+// error wrapping async.ErrCorruptRecord (see openNoFollow), as the docs say
+// of a record (docs/async-api.md, "Corrupt records and messages"): nothing
+// the gateway writes is both an object and a prefix of others, so a
+// directory where an object is looked up was put there by something else.
 func openObject(path string) (*os.File, error) {
 	f, err := openNoFollow(path)
 	switch {
@@ -298,10 +301,6 @@ func openObject(path string) (*os.File, error) {
 		return f, nil
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
 		return nil, async.ErrNotFound
-	case errors.Is(err, errNotRegular):
-		if fi, lerr := os.Lstat(path); lerr == nil && fi.IsDir() {
-			return nil, async.ErrNotFound
-		}
 	}
 	return nil, err
 }

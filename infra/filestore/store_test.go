@@ -147,8 +147,11 @@ func TestPutGet(t *testing.T) {
 	if got, want := string(data), `{"n":2}`; got != want || v != v2 {
 		t.Errorf("Get = %q, %s; want %q, %s", got, v, want, v2)
 	}
-	if _, _, err := s.Get(ctx, "fresh/a"); !errors.Is(err, async.ErrNotFound) {
-		t.Errorf("Get of a directory: err = %v, want ErrNotFound", err)
+	// Nothing the gateway writes is both an object and a prefix of
+	// others: a directory where an object is looked up is corrupt
+	// (TestDirectoryAsRecord).
+	if _, _, err := s.Get(ctx, "fresh/a"); !errors.Is(err, async.ErrCorruptRecord) {
+		t.Errorf("Get of a directory: err = %v, want ErrCorruptRecord", err)
 	}
 	if _, _, err := s.Get(ctx, key+"/below"); !errors.Is(err, async.ErrNotFound) {
 		t.Errorf("Get below a record: err = %v, want ErrNotFound", err)

@@ -30,8 +30,12 @@ const (
 // Work is bounded: one call examines at most batch objects (records and
 // index entries; the names of a directory are listed whole), and the next
 // call continues after the last one examined, starting over once a
-// directory is done. It returns how many objects it deleted. Sweep may
-// run alongside every other method.
+// directory is done. An object that cannot be read or deleted does not end
+// the pass: a corrupt one (async.ErrCorruptRecord) is kept for inspection
+// and passed over silently, as core.Garbage keeps what it cannot decode;
+// any other failure is passed over too and returned, joined, at the end.
+// It returns how many objects it deleted. Sweep may run alongside every
+// other method.
 func (s *Store) Sweep(ctx context.Context, now time.Time, batch int) (deleted int, err error) {
 	if batch < 1 {
 		return 0, fmt.Errorf("sweep: batch %d: want at least 1", batch)
@@ -41,23 +45,33 @@ func (s *Store) Sweep(ctx context.Context, now time.Time, batch int) (deleted in
 	if s.sweepAfter == nil {
 		s.sweepAfter = map[string]string{}
 	}
+	var errs []error
 	for _, prefix := range async.SweepPrefixes() {
 		if batch == 0 {
 			break
 		}
-		n, examined, err := s.sweepPrefix(ctx, prefix, now, batch)
+		n, examined, err := s.sweepPrefix(ctx, prefix, now, batch, &errs)
 		deleted += n
 		batch -= examined
 		if err != nil {
-			return deleted, err
+			return deleted, errors.Join(append(errs, err)...)
 		}
 	}
-	return deleted, nil
+	return deleted, errors.Join(errs...)
 }
 
+// maxSweepErrors bounds the failures one pass keeps to return.
+const maxSweepErrors = 10
+
 // sweepPrefix examines up to batch objects directly under prefix after
-// the prefix's cursor.
-func (s *Store) sweepPrefix(ctx context.Context, prefix string, now time.Time, batch int) (deleted, examined int, err error) {
+// the prefix's cursor. The failures of single objects go to errs (at most
+// maxSweepErrors of them), and the pass goes on; err is what ended it.
+func (s *Store) sweepPrefix(ctx context.Context, prefix string, now time.Time, batch int, errs *[]error) (deleted, examined int, err error) {
+	fail := func(err error) {
+		if len(*errs) < maxSweepErrors {
+			*errs = append(*errs, fmt.Errorf("sweep: %w", err))
+		}
+	}
 	dir := s.path(strings.TrimSuffix(prefix, "/"))
 	entries, err := os.ReadDir(dir) // sorted by name
 	if errors.Is(err, fs.ErrNotExist) {
@@ -85,16 +99,23 @@ func (s *Store) sweepPrefix(ctx context.Context, prefix string, now time.Time, b
 		s.sweepAfter[prefix] = name
 		key := prefix + name
 		data, _, err := s.Get(ctx, key)
-		if errors.Is(err, async.ErrNotFound) {
+		switch {
+		case errors.Is(err, async.ErrNotFound), errors.Is(err, async.ErrCorruptRecord):
 			continue
-		}
-		if err != nil {
-			return deleted, examined, fmt.Errorf("sweep: %w", err)
+		case err != nil:
+			if cerr := ctx.Err(); cerr != nil {
+				return deleted, examined, cerr
+			}
+			fail(err)
+			continue
 		}
 		for _, k := range async.Garbage(key, data, now) {
 			ok, err := s.remove(k)
 			if err != nil {
-				return deleted, examined, fmt.Errorf("sweep: %w", err)
+				// The object's own key comes last: what is left is
+				// found again by the next pass.
+				fail(err)
+				break
 			}
 			if ok {
 				deleted++

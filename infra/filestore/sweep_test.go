@@ -2,6 +2,7 @@ package filestore
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -183,6 +184,71 @@ func TestSweepKeepsCorrupt(t *testing.T) {
 	}
 	if _, _, err := s.Get(ctx, key); err != nil {
 		t.Errorf("corrupt record gone: %v", err)
+	}
+}
+
+// TestSweepPastUnreadable: a record file the store cannot read (no record
+// header: random bytes) does not end the pass: the expired requests after
+// it are deleted in the same pass, and it is kept for inspection. Before,
+// the pass stopped at it with an error, and the expired requests after it
+// survived.
+func TestSweepPastUnreadable(t *testing.T) {
+	s, a := sweepEnv(t)
+	ctx := context.Background()
+	arrival := time.Now().Add(-2 * time.Hour)
+	ids := []string{submitDone(t, s, a, arrival, "key-a"), submitDone(t, s, a, arrival, "key-b")}
+	// Named to come first in the directory.
+	bad := filepath.Join(s.objects, "gateway", "records", "00000000000000000000000000000000.json")
+	if err := os.WriteFile(bad, []byte("\x8f\x00garbage\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.Sweep(ctx, time.Now(), 100)
+	if err != nil || n != 2*5 {
+		t.Errorf("Sweep = %d, %v; want both requests' 10 objects deleted, no error", n, err)
+	}
+	left := files(t, s)
+	for _, id := range ids {
+		if owned(left, id) != 0 {
+			t.Errorf("request %s left after the sweep: %v", id, left)
+		}
+	}
+	if len(left) != 1 || !strings.HasSuffix(left[0], "00000000000000000000000000000000.json") {
+		t.Errorf("files after the sweep: %v; want only the unreadable record", left)
+	}
+}
+
+// TestDirectoryAsRecord: a directory where a record or blob should be is
+// corrupt (async.ErrCorruptRecord), as a symlink or any other file that is
+// not regular: the status URI answers 500 CorruptRecord. Before, it was
+// ErrNotFound, and the status URI answered 404 for a request that exists.
+func TestDirectoryAsRecord(t *testing.T) {
+	s, a := sweepEnv(t)
+	ctx := context.Background()
+	id := submitDone(t, s, a, time.Now(), "k")
+	key := "gateway/records/" + id + ".json"
+	if err := os.Remove(s.path(key)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(s.path(key), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Get(ctx, key); !errors.Is(err, async.ErrCorruptRecord) {
+		t.Errorf("Get = %v; want async.ErrCorruptRecord", err)
+	}
+	_, err := a.Status(ctx, id)
+	var ge *core.Error
+	if !errors.As(err, &ge) || ge.Reason != core.ReasonCorruptRecord || ge.HTTPStatus() != 500 {
+		t.Errorf("Status = %v; want 500 CorruptRecord", err)
+	}
+	blob := "u1-results/" + id + "/data"
+	if err := os.Remove(s.path(blob)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(s.path(blob), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.OpenBlob(ctx, blob); !errors.Is(err, async.ErrCorruptRecord) {
+		t.Errorf("OpenBlob = %v; want async.ErrCorruptRecord", err)
 	}
 }
 
