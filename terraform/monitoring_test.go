@@ -26,10 +26,11 @@ const monitoringDescription = "monitoring/panels.json"
 // gatewayLines is the KQL for the gateway's per-request log lines in the
 // Log Analytics workspace (the host sends the handler's standard output to
 // Application Insights as traces), "request" and "request stream cut"
-// alike, each parsed as j: the {gateway} of the
-// description's queries. The Azure module's alerts use the same text
-// (local.gateway_lines; TestMonitoringGenerated).
-const gatewayLines = `AppTraces | where Message contains_cs '"msg":"request' | extend j = parse_json(substring(Message, indexof(Message, '{')))`
+// alike, each parsed as j, without the lines of the gateway's own endpoints
+// (route /_gateway/: status polls, result reads, stats, health): the
+// {gateway} of the description's queries. The Azure module's alerts use the
+// same text (local.gateway_lines; TestMonitoringGenerated).
+const gatewayLines = `AppTraces | where Message contains_cs '"msg":"request' | extend j = parse_json(substring(Message, indexof(Message, '{'))) | where tostring(j.route) != '/_gateway/'`
 
 // asyncEndLines is the KQL for the gateway's async end lines ("async
 // request ended", CONTRACT §7), each parsed as j: the {async_ends} of the
@@ -331,5 +332,68 @@ func TestAlarmDefaults(t *testing.T) {
 				t.Errorf("%s: alarms.%s is not in %s's alarms.defaults", dir, name, monitoringDescription)
 			}
 		}
+	}
+}
+
+// sampledTypes are the Application Insights telemetry types of the
+// workspace tables the Azure module's queries read: what host.json's
+// samplingSettings.excludedTypes names ("host.json reference for Azure
+// Functions 2.x and later", logging.applicationInsights.samplingSettings:
+// "A semi-colon delimited list of types that you don't want to be sampled.
+// Recognized types are: Dependency, Event, Exception, PageView, Request,
+// and Trace").
+var sampledTypes = map[string]string{"AppTraces": "Trace", "AppRequests": "Request", "AppDependencies": "Dependency",
+	"AppExceptions": "Exception", "AppEvents": "Event", "AppPageViews": "PageView"}
+
+// TestAlertsNotSampled: the Functions host samples its Application
+// Insights telemetry by default (adaptive sampling, 20 items per second),
+// so a count under load, and an alert on one event, could miss what it
+// counts. Every telemetry type a workbook panel or an alert of the Azure
+// module reads is excluded from sampling in functions/host.json.
+func TestAlertsNotSampled(t *testing.T) {
+	var host struct {
+		Logging struct {
+			ApplicationInsights struct {
+				SamplingSettings *struct {
+					IsEnabled     *bool  `json:"isEnabled"`
+					ExcludedTypes string `json:"excludedTypes"`
+				} `json:"samplingSettings"`
+			} `json:"applicationInsights"`
+		} `json:"logging"`
+	}
+	raw, err := os.ReadFile("../functions/host.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &host); err != nil {
+		t.Fatalf("functions/host.json: %v", err)
+	}
+	excluded := map[string]bool{}
+	if s := host.Logging.ApplicationInsights.SamplingSettings; s != nil {
+		if s.IsEnabled != nil && !*s.IsEnabled {
+			return // no sampling at all
+		}
+		for _, typ := range strings.Split(s.ExcludedTypes, ";") {
+			excluded[strings.TrimSpace(typ)] = true
+		}
+	}
+	used := 0
+	for _, file := range []string{"azure/workbook.json.tftpl", "azure/monitoring.tf"} {
+		src, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for table, typ := range sampledTypes {
+			if !regexp.MustCompile(`\b` + table + `\b`).Match(src) {
+				continue
+			}
+			used++
+			if !excluded[typ] {
+				t.Errorf("%s reads %s, but functions/host.json lets the host sample %s telemetry (logging.applicationInsights.samplingSettings.excludedTypes)", file, table, typ)
+			}
+		}
+	}
+	if used == 0 {
+		t.Fatal("the Azure module reads no Application Insights table this test knows")
 	}
 }
