@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -395,5 +396,77 @@ func TestAlertsNotSampled(t *testing.T) {
 	}
 	if used == 0 {
 		t.Fatal("the Azure module reads no Application Insights table this test knows")
+	}
+}
+
+// supportedAggregations are the aggregations Azure Monitor accepts for each
+// platform metric the Azure module alerts on, by metric namespace and name,
+// from "Supported metrics for Microsoft.Storage/storageAccounts/queueServices"
+// (learn.microsoft.com/azure/azure-monitor/reference/supported-metrics/microsoft-storage-storageaccounts-queueservices-metrics,
+// the Aggregation column): the capacity metrics (QueueCapacity, QueueCount,
+// QueueMessageCount) are sampled hourly (PT1H) and have Average only; the
+// transaction metrics listed are per minute (PT1M). A metric alert with another aggregation is
+// refused by Azure Monitor with a 400, so the apply fails.
+var supportedAggregations = map[string]map[string][]string{
+	"Microsoft.Storage/storageAccounts/queueServices": {
+		"QueueCapacity":     {"Average"},
+		"QueueCount":        {"Average"},
+		"QueueMessageCount": {"Average"},
+		"Ingress":           {"Total", "Average", "Minimum", "Maximum"},
+		"Egress":            {"Total", "Average", "Minimum", "Maximum"},
+		"Availability":      {"Average", "Minimum", "Maximum"},
+	},
+}
+
+// TestMetricAlertAggregations: every criteria block of the Azure module's
+// metric alerts names a metric of the table above with an aggregation the
+// table says Azure Monitor supports for it.
+func TestMetricAlertAggregations(t *testing.T) {
+	m, err := loadModule("azure")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := m.eval(azureSpec.sample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for name, b := range m.resources {
+		if !strings.HasPrefix(name, "azurerm_monitor_metric_alert.") {
+			continue
+		}
+		for _, c := range b.Body.Blocks {
+			if c.Type != "criteria" {
+				continue
+			}
+			n++
+			got := map[string]string{}
+			for _, arg := range []string{"metric_namespace", "metric_name", "aggregation"} {
+				a, ok := c.Body.Attributes[arg]
+				if !ok {
+					t.Fatalf("%s: criteria without %s", name, arg)
+				}
+				v, err := e.value(a.Expr)
+				if err != nil {
+					t.Fatalf("%s: %s: %v", name, arg, err)
+				}
+				s, ok := text(v)
+				if !ok {
+					t.Fatalf("%s: %s is not a known string", name, arg)
+				}
+				got[arg] = s
+			}
+			aggs, ok := supportedAggregations[got["metric_namespace"]][got["metric_name"]]
+			if !ok {
+				t.Errorf("%s: metric %s %s is not in the table of supported aggregations: add it from Azure's supported-metrics page", name, got["metric_namespace"], got["metric_name"])
+				continue
+			}
+			if !slices.Contains(aggs, got["aggregation"]) {
+				t.Errorf("%s: aggregation %s of %s; Azure Monitor supports only %v for it", name, got["aggregation"], got["metric_name"], aggs)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("the Azure module has no metric alert criteria")
 	}
 }
