@@ -3,15 +3,15 @@
 # ---------------------------------------------------------------------------
 
 variable "name" {
-  description = "Base name of the resources: the function, its role (<name>-gateway), log group and queues (<name>-continuations, <name>-continuations-dlq). 1-40 letters, digits, hyphens and underscores. Unique per account and region; the bucket's name gets a generated suffix."
+  description = "Base name of the resources: the function, its role (<name>-gateway), log group and queues (<name>-continuations, <name>-continuations-dlq). 1-40 letters, digits, hyphens and underscores, starting and ending with a letter or digit (the results bucket's name starts with it, and an S3 bucket name must start and end with one). Unique per account and region; the bucket's name gets a generated suffix."
   type        = string
   nullable    = false
 
   # 40 keeps every derived name inside its limit: the role (64), the queues
   # (80 with -continuations-dlq) and the function (64).
   validation {
-    condition     = can(regex("^[A-Za-z0-9_-]{1,40}$", var.name))
-    error_message = "The name value must be 1-40 letters, digits, hyphens and underscores."
+    condition     = can(regex("^[A-Za-z0-9]([A-Za-z0-9_-]{0,38}[A-Za-z0-9])?$", var.name))
+    error_message = "The name value must be 1-40 letters, digits, hyphens and underscores, starting and ending with a letter or digit."
   }
 }
 

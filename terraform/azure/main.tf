@@ -206,6 +206,17 @@ resource "azurerm_storage_management_policy" "results" {
       }
     }
   }
+
+  # A rule's prefixMatch takes at most 10 prefixes ("Azure Blob Storage
+  # lifecycle management overview", Rule filters), and Azure refuses more at
+  # apply: the two gateway containers leave room for 8 of the profiles and
+  # result_containers. Refused here, at plan, with the way out.
+  lifecycle {
+    precondition {
+      condition     = length(local.result_containers) <= 10
+      error_message = "At most 10 result containers (gateway, gateway-results and 8 from the profiles' containername and result_containers): the expiry rule's prefix_match takes 10 prefixes. Let more profiles share a containername (results are kept apart by their id)."
+    }
+  }
 }
 
 resource "azurerm_log_analytics_workspace" "gateway" {
