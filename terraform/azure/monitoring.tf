@@ -89,6 +89,9 @@ resource "azurerm_monitor_action_group" "alerts" {
 # (functions/host.json; TestAlertsNotSampled).
 locals {
   rate_min = var.alarms.rate_min_requests
+  # The alerts' route dimension: the line's route, "(no route)" for a
+  # request no route matched (a dimension value is never empty).
+  route_dimension = "iff(tostring(j.route) == '', '(no route)', tostring(j.route))"
   # 429s the platform answered itself: an invocation answered 429 that no
   # gateway line answered (a backend's 429 the gateway relays has one, in
   # the same operation).
@@ -141,7 +144,7 @@ locals {
     }
     error-rate = {
       description = "A route answered more than alarms.error_rate_percent of its requests 5xx, the backend's or the gateway's, in 3 of 5 periods (docs/operations.md#5xx-rate)."
-      query       = "${local.gateway_lines} | summarize requests = count(), failed = countif(toint(j.status) >= 500) by route = tostring(j.route) | where requests >= ${local.rate_min} | extend rate = 100.0 * failed / requests"
+      query       = "${local.gateway_lines} | summarize requests = count(), failed = countif(toint(j.status) >= 500) by route = ${local.route_dimension} | where requests >= ${local.rate_min} | extend rate = 100.0 * failed / requests"
       threshold   = var.alarms.error_rate_percent
       severity    = 1
       measure     = "rate"
@@ -150,7 +153,7 @@ locals {
     }
     deadline-rate = {
       description = "A route ended more than alarms.deadline_rate_percent of its requests 504 TTLExpired or AttemptTimeout in 3 of 5 periods (docs/operations.md#deadline-rate)."
-      query       = "${local.gateway_lines} | summarize requests = count(), failed = countif(tostring(j.code) == 'TTLExpired' or tostring(j.code) == 'AttemptTimeout') by route = tostring(j.route) | where requests >= ${local.rate_min} | extend rate = 100.0 * failed / requests"
+      query       = "${local.gateway_lines} | summarize requests = count(), failed = countif(tostring(j.code) == 'TTLExpired' or tostring(j.code) == 'AttemptTimeout') by route = ${local.route_dimension} | where requests >= ${local.rate_min} | extend rate = 100.0 * failed / requests"
       threshold   = var.alarms.deadline_rate_percent
       severity    = 2
       measure     = "rate"
@@ -159,7 +162,7 @@ locals {
     }
     backend-unavailable-rate = {
       description = "A route ended more than alarms.backend_unavailable_rate_percent of its requests 502 BackendUnavailable in 3 of 5 periods (docs/operations.md#backendunavailable-rate)."
-      query       = "${local.gateway_lines} | summarize requests = count(), failed = countif(tostring(j.code) == 'BackendUnavailable') by route = tostring(j.route) | where requests >= ${local.rate_min} | extend rate = 100.0 * failed / requests"
+      query       = "${local.gateway_lines} | summarize requests = count(), failed = countif(tostring(j.code) == 'BackendUnavailable') by route = ${local.route_dimension} | where requests >= ${local.rate_min} | extend rate = 100.0 * failed / requests"
       threshold   = var.alarms.backend_unavailable_rate_percent
       severity    = 1
       measure     = "rate"
@@ -168,7 +171,7 @@ locals {
     }
     async-unavailable = {
       description = "A route refused more than alarms.async_unavailable_percent of its async hand-offs 503 AsyncUnavailable (the async store or queue is down) in 3 of 5 periods (docs/operations.md#async-store-unavailable)."
-      query       = "${local.gateway_lines} | summarize handoffs = countif(tostring(j.async) != '' and toint(j.status) == 202) + countif(tostring(j.code) == 'AsyncUnavailable'), failed = countif(tostring(j.code) == 'AsyncUnavailable') by route = tostring(j.route) | where handoffs >= ${local.rate_min} | extend rate = 100.0 * failed / handoffs"
+      query       = "${local.gateway_lines} | summarize handoffs = countif(tostring(j.async) != '' and toint(j.status) == 202) + countif(tostring(j.code) == 'AsyncUnavailable'), failed = countif(tostring(j.code) == 'AsyncUnavailable') by route = ${local.route_dimension} | where handoffs >= ${local.rate_min} | extend rate = 100.0 * failed / handoffs"
       threshold   = var.alarms.async_unavailable_percent
       severity    = 1
       measure     = "rate"
@@ -177,7 +180,7 @@ locals {
     }
     latency-p99 = {
       description = "A route's p99 request duration above alarms.latency_p99_ms in 3 of 5 periods (docs/operations.md#p99-latency)."
-      query       = "${local.gateway_lines} | summarize requests = count(), p99 = percentile(todouble(j.durationMs), 99) by route = tostring(j.route) | where requests >= ${local.rate_min}"
+      query       = "${local.gateway_lines} | summarize requests = count(), p99 = percentile(todouble(j.durationMs), 99) by route = ${local.route_dimension} | where requests >= ${local.rate_min}"
       threshold   = local.latency_p99_ms
       severity    = 2
       measure     = "p99"
