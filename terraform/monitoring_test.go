@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -468,5 +469,49 @@ func TestMetricAlertAggregations(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("the Azure module has no metric alert criteria")
+	}
+}
+
+// TestAWSRateAlarmsPerRoute: the AWS module's rate alarms are made once over
+// the whole gateway and once per route of var.routes, on that route's EMF
+// dimension.
+func TestAWSRateAlarmsPerRoute(t *testing.T) {
+	m, err := loadModule("aws")
+	if err != nil {
+		t.Fatal(err)
+	}
+	route := func(p string) cty.Value {
+		return cty.ObjectVal(map[string]cty.Value{"prefix": cty.StringVal(p)})
+	}
+	e, err := m.eval(awsSpec.sample.with(vars{"routes": cty.ListVal([]cty.Value{route("/api"), route("/batch")})}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rates, err := e.localValue("rate_alarms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := e.localValue("rate_alarm_instances")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for it := rates.ElementIterator(); it.Next(); {
+		k, _ := it.Element()
+		want[k.AsString()] = ""
+		want[k.AsString()+" /api"] = "/api"
+		want[k.AsString()+" /batch"] = "/batch"
+	}
+	got := map[string]string{}
+	for it := all.ElementIterator(); it.Next(); {
+		k, v := it.Element()
+		r := v.GetAttr("route")
+		got[k.AsString()] = ""
+		if !r.IsNull() {
+			got[k.AsString()] = r.AsString()
+		}
+	}
+	if len(want) < 8 || !maps.Equal(got, want) {
+		t.Errorf("rate alarm instances (key → route) = %v; want %v", got, want)
 	}
 }

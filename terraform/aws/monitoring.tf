@@ -139,8 +139,8 @@ locals {
   # rate_alarms: the percentage of requests (denominator, a sum of EMF
   # metrics) that ended one way (numerator), in periods with at least
   # alarms.rate_min_requests of them (fewer: 0, no alarm), over the whole
-  # gateway; the dashboard's per-route panels say which route. Only with
-  # emf_namespace set.
+  # gateway and again for each route of var.routes (the EMF route
+  # dimension: the alarm names the route). Only with emf_namespace set.
   rate_alarms = {
     error-rate = {
       description = "More than alarms.error_rate_percent of requests answered 5xx, the backend's or the gateway's, in 3 of 5 periods (docs/operations.md#5xx-rate)."
@@ -192,10 +192,19 @@ resource "aws_cloudwatch_metric_alarm" "gateway" {
 # A rate as CloudWatch metric math ("Using math expressions with CloudWatch
 # metrics": IF, arithmetic over the ids of the other queries), the one
 # query that returns data.
+locals {
+  # Each rate alarm over the whole gateway (route null), and per route as
+  # "<alarm> <prefix>".
+  rate_alarm_instances = merge(
+    { for k, a in local.rate_alarms : k => merge(a, { route = null }) },
+    merge([for k, a in local.rate_alarms : { for r in coalesce(var.routes, []) : "${k} ${r.prefix}" => merge(a, { route = r.prefix }) }]...),
+  )
+}
+
 resource "aws_cloudwatch_metric_alarm" "rate" {
-  for_each            = var.emf_namespace == null ? {} : local.rate_alarms
+  for_each            = var.emf_namespace == null ? {} : local.rate_alarm_instances
   alarm_name          = "${var.name}-${each.key}"
-  alarm_description   = each.value.description
+  alarm_description   = each.value.route == null ? each.value.description : "Route ${each.value.route}: ${each.value.description}"
   evaluation_periods  = 5
   datapoints_to_alarm = 3
   comparison_operator = "GreaterThanThreshold"
@@ -220,6 +229,7 @@ resource "aws_cloudwatch_metric_alarm" "rate" {
       metric {
         namespace   = var.emf_namespace
         metric_name = metric_query.value
+        dimensions  = each.value.route == null ? null : { route = each.value.route }
         period      = 300
         stat        = "Sum"
       }
