@@ -45,12 +45,25 @@ resource "azurerm_application_insights_workbook" "gateway" {
 }
 
 # The queue and blob services' metrics, into the workspace (AzureMetrics), for
-# the workbook's queue and cost panels.
+# the workbook's queue and cost panels; and the queue service's write and
+# delete requests (StorageQueueLogs: "Supported logs for
+# Microsoft.Storage/storageAccounts/queueServices", StorageWrite and
+# StorageDelete), from which the dead-letter alert counts the messages put
+# into the poison queue and not deleted since. They log every continuation
+# and notification message too (two rows each): the cost is in
+# docs/operations.md#cost-of-the-monitoring-itself.
 resource "azurerm_monitor_diagnostic_setting" "storage" {
   for_each                   = toset(["queueServices", "blobServices"])
   name                       = "${var.name}-${lower(each.value)}"
   target_resource_id         = "${azurerm_storage_account.gateway.id}/${each.value}/default"
   log_analytics_workspace_id = azurerm_log_analytics_workspace.gateway.id
+
+  dynamic "enabled_log" {
+    for_each = each.value == "queueServices" ? ["StorageWrite", "StorageDelete"] : []
+    content {
+      category = enabled_log.value
+    }
+  }
 
   enabled_metric {
     category = "Capacity"
@@ -97,12 +110,16 @@ locals {
   # the same operation).
   platform_429s = "let gateway429 = ${local.gateway_lines} | where toint(j.status) == 429 | distinct OperationId; AppRequests | where ResultCode == '429' and OperationId !in (gateway429)"
   log_alerts = {
+    # What waits in the poison queue: the messages put into it (the host's
+    # moves) less those deleted from it (redrive, purge), over the longest
+    # look-back a log alert has (2 days, query_time_range_override), so it
+    # stays red until the letters are dealt with, for 2 days at most.
     dead-letters = {
-      description = "Continuations the host moved to the poison queue (docs/operations.md#dead-letters-visible)."
-      query       = "AppTraces | where Message contains 'Moving message to queue' and Message contains '${local.poison_queue}'"
+      description = "Continuations waiting in the poison queue, set aside in the last 2 days and not redriven or purged (docs/operations.md#dead-letters-visible)."
+      query       = "StorageQueueLogs | where Uri contains '/${local.poison_queue}/messages' and toint(StatusCode) between (200 .. 299) | summarize waiting = countif(OperationName == 'PutMessage') - countif(OperationName == 'DeleteMessage')"
       threshold   = var.alarms.dead_letters
       severity    = 1
-      measure     = null
+      measure     = "waiting"
       by_route    = false
       periods     = 1
     }
@@ -200,6 +217,9 @@ resource "azurerm_monitor_scheduled_query_rules_alert_v2" "gateway" {
   severity             = each.value.severity
   evaluation_frequency = "PT5M"
   window_duration      = "PT5M"
+  # The dead letters are counted over 2 days (above); the others over the
+  # 5-minute window.
+  query_time_range_override = each.key == "dead-letters" ? "P2D" : null
   # Created in the same apply as the workspace, whose tables have no data
   # yet: Azure Monitor would refuse a query it cannot validate against them
   # ("Failed to resolve table or column expression"); the queries are held
