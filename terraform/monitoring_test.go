@@ -515,3 +515,73 @@ func TestAWSRateAlarmsPerRoute(t *testing.T) {
 		t.Errorf("rate alarm instances (key → route) = %v; want %v", got, want)
 	}
 }
+
+// TestAzureAlertsCountWhatTheySay: the throttles alert counts the 429s the
+// platform answered itself, leaving out those of operations whose gateway
+// line answered 429 (a backend's, relayed); the dead-letter alert counts
+// what waits in the poison queue (puts less deletes in the queue service's
+// request log, which the diagnostic setting sends to the workspace), not
+// the host's moves.
+func TestAzureAlertsCountWhatTheySay(t *testing.T) {
+	m, err := loadModule("azure")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := m.eval(azureSpec.sample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alerts, err := e.localValue("log_alerts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	query := func(name string) string {
+		t.Helper()
+		if !alerts.Type().HasAttribute(name) {
+			t.Fatalf("no log alert %s", name)
+		}
+		q, ok := text(alerts.GetAttr(name).GetAttr("query"))
+		if !ok {
+			t.Fatalf("log alert %s: query is not known", name)
+		}
+		return q
+	}
+	throttles := query("throttles")
+	for _, want := range []string{"AppRequests", "ResultCode == '429'", gatewayLines + " | where toint(j.status) == 429", "OperationId !in ("} {
+		if !strings.Contains(throttles, want) {
+			t.Errorf("throttles alert %q lacks %q: it would count a backend's 429s", throttles, want)
+		}
+	}
+	dead := query("dead-letters")
+	poison, err := e.localValue("poison_queue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := text(poison)
+	for _, want := range []string{"StorageQueueLogs", "/" + p + "/messages", "OperationName == 'PutMessage'", "- countif(OperationName == 'DeleteMessage')"} {
+		if !strings.Contains(dead, want) {
+			t.Errorf("dead-letters alert %q lacks %q: it would not count what waits", dead, want)
+		}
+	}
+	if strings.Contains(dead, "Moving message") {
+		t.Errorf("dead-letters alert %q counts the host's moves", dead)
+	}
+	// The queue service's write and delete requests reach the workspace.
+	b := m.resources["azurerm_monitor_diagnostic_setting.storage"]
+	src, err := os.ReadFile("azure/monitoring.tf")
+	if err != nil || b == nil {
+		t.Fatalf("no diagnostic setting of the storage services (%v)", err)
+	}
+	var logs string
+	for _, nb := range b.Body.Blocks {
+		if nb.Type == "dynamic" && len(nb.Labels) == 1 && nb.Labels[0] == "enabled_log" {
+			r := nb.Body.Attributes["for_each"].Expr.Range()
+			logs = string(src[r.Start.Byte:r.End.Byte])
+		}
+	}
+	for _, want := range []string{`"queueServices"`, `"StorageWrite"`, `"StorageDelete"`} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("the storage diagnostic setting's enabled_log (%q) lacks %s", logs, want)
+		}
+	}
+}
