@@ -6,9 +6,5 @@ terraform {
       source  = "hashicorp/azurerm"
       version = "~> 4.55"
     }
-    azapi = {
-      source  = "Azure/azapi"
-      version = "~> 2.0"
-    }
   }
 }
