@@ -51,6 +51,13 @@ type Stats struct {
 	RetryBudgetExhausted atomic.Int64 // retries or hedges the retry budget refused
 	Ejections            atomic.Int64 // hosts ejected
 	EndBackendAuthFailed atomic.Int64 // a route's backend credential could not be had
+
+	// Answers by status class (CountStatus): the backend's or the
+	// gateway's, 499 for a client that left, 202 for an async hand-off.
+	Status2xx atomic.Int64
+	Status3xx atomic.Int64
+	Status4xx atomic.Int64
+	Status5xx atomic.Int64
 }
 
 func (s *Stats) countTimeout(c Cause) {
@@ -73,6 +80,39 @@ func (s *Stats) CountRequest() {
 		s.Requests.Add(1)
 	}
 }
+
+// CountStatus counts an answer with status code in its class
+// (status_2xx … status_5xx); a code outside 200–599 (a 1xx, or none)
+// counts in none.
+func (s *Stats) CountStatus(code int) {
+	if s == nil {
+		return
+	}
+	switch code / 100 {
+	case 2:
+		s.Status2xx.Add(1)
+	case 3:
+		s.Status3xx.Add(1)
+	case 4:
+		s.Status4xx.Add(1)
+	case 5:
+		s.Status5xx.Add(1)
+	}
+}
+
+// StatusClassName returns the /_gateway/stats counter CountStatus adds an
+// answer with status code to ("status_5xx"), or "" when it counts none.
+// The Embedded Metric Format line names its status class with it
+// (TestStatusClassName).
+func StatusClassName(code int) string {
+	if code < 200 || code > 599 {
+		return ""
+	}
+	return StatusClassNames[code/100-2]
+}
+
+// StatusClassNames are the counters of the status classes, 2xx to 5xx.
+var StatusClassNames = [...]string{"status_2xx", "status_3xx", "status_4xx", "status_5xx"}
 
 // CountBackendCut counts a response whose backend broke off mid-body, so
 // the gateway aborted it to the client.
@@ -194,5 +234,9 @@ func (s *Stats) Snapshot() map[string]int64 {
 		"retry_budget_exhausted":         s.RetryBudgetExhausted.Load(),
 		"ejections":                      s.Ejections.Load(),
 		"end_backend_auth_failed":        s.EndBackendAuthFailed.Load(),
+		"status_2xx":                     s.Status2xx.Load(),
+		"status_3xx":                     s.Status3xx.Load(),
+		"status_4xx":                     s.Status4xx.Load(),
+		"status_5xx":                     s.Status5xx.Load(),
 	}
 }

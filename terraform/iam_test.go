@@ -98,6 +98,40 @@ func TestLambdaRolePermissions(t *testing.T) {
 	for _, p := range checkGrants(calls, granted) {
 		t.Error(p)
 	}
+	for _, p := range unneededGrants(calls, granted) {
+		t.Error(p)
+	}
+}
+
+// grantedWithoutCall are the actions the role grants that no SDK call of
+// infra/aws makes, each for a reason of its own.
+var grantedWithoutCall = map[grant]string{
+	{"ResultBucket", "s3:ListBucket"}: "GetObject of a missing key answers 404, not 403 (Amazon S3 API Reference, GetObject, Permissions)",
+}
+
+// unneededGrants reports the actions the role grants that neither a call of
+// infra/aws, nor the platform, nor grantedWithoutCall needs: least
+// privilege.
+func unneededGrants(calls []string, granted map[string][]string) []string {
+	need := map[grant]bool{}
+	for _, g := range platformPermissions {
+		need[g] = true
+	}
+	for _, c := range calls {
+		for _, g := range sdkPermissions[c] {
+			need[g] = true
+		}
+	}
+	var problems []string
+	for _, sid := range sortedKeys(granted) {
+		for _, action := range granted[sid] {
+			g := grant{sid, action}
+			if _, ok := grantedWithoutCall[g]; !need[g] && !ok {
+				problems = append(problems, fmt.Sprintf("the role's statement %s grants %s, which no call of infra/aws makes: remove it (or say why in grantedWithoutCall)", sid, action))
+			}
+		}
+	}
+	return problems
 }
 
 // checkGrants reports the calls not mapped in sdkPermissions and the grants

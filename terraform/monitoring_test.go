@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -26,10 +28,11 @@ const monitoringDescription = "monitoring/panels.json"
 // gatewayLines is the KQL for the gateway's per-request log lines in the
 // Log Analytics workspace (the host sends the handler's standard output to
 // Application Insights as traces), "request" and "request stream cut"
-// alike, each parsed as j: the {gateway} of the
-// description's queries. The Azure module's alerts use the same text
-// (local.gateway_lines; TestMonitoringGenerated).
-const gatewayLines = `AppTraces | where Message contains_cs '"msg":"request' | extend j = parse_json(substring(Message, indexof(Message, '{')))`
+// alike, each parsed as j, without the lines of the gateway's own endpoints
+// (route /_gateway/: status polls, result reads, stats, health): the
+// {gateway} of the description's queries. The Azure module's alerts use the
+// same text (local.gateway_lines; TestMonitoringGenerated).
+const gatewayLines = `AppTraces | where Message contains_cs '"msg":"request' | extend j = parse_json(substring(Message, indexof(Message, '{'))) | where tostring(j.route) != '/_gateway/'`
 
 // asyncEndLines is the KQL for the gateway's async end lines ("async
 // request ended", docs/observability.md#when-an-async-request-ends), each parsed as j: the {async_ends} of the
@@ -330,6 +333,255 @@ func TestAlarmDefaults(t *testing.T) {
 			if _, ok := m.Alarms.Defaults[name]; !ok {
 				t.Errorf("%s: alarms.%s is not in %s's alarms.defaults", dir, name, monitoringDescription)
 			}
+		}
+	}
+}
+
+// sampledTypes are the Application Insights telemetry types of the
+// workspace tables the Azure module's queries read: what host.json's
+// samplingSettings.excludedTypes names ("host.json reference for Azure
+// Functions 2.x and later", logging.applicationInsights.samplingSettings:
+// "A semi-colon delimited list of types that you don't want to be sampled.
+// Recognized types are: Dependency, Event, Exception, PageView, Request,
+// and Trace").
+var sampledTypes = map[string]string{"AppTraces": "Trace", "AppRequests": "Request", "AppDependencies": "Dependency",
+	"AppExceptions": "Exception", "AppEvents": "Event", "AppPageViews": "PageView"}
+
+// TestAlertsNotSampled: the Functions host samples its Application
+// Insights telemetry by default (adaptive sampling, 20 items per second),
+// so a count under load, and an alert on one event, could miss what it
+// counts. Every telemetry type a workbook panel or an alert of the Azure
+// module reads is excluded from sampling in functions/host.json.
+func TestAlertsNotSampled(t *testing.T) {
+	var host struct {
+		Logging struct {
+			ApplicationInsights struct {
+				SamplingSettings *struct {
+					IsEnabled     *bool  `json:"isEnabled"`
+					ExcludedTypes string `json:"excludedTypes"`
+				} `json:"samplingSettings"`
+			} `json:"applicationInsights"`
+		} `json:"logging"`
+	}
+	raw, err := os.ReadFile("../functions/host.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &host); err != nil {
+		t.Fatalf("functions/host.json: %v", err)
+	}
+	excluded := map[string]bool{}
+	if s := host.Logging.ApplicationInsights.SamplingSettings; s != nil {
+		if s.IsEnabled != nil && !*s.IsEnabled {
+			return // no sampling at all
+		}
+		for _, typ := range strings.Split(s.ExcludedTypes, ";") {
+			excluded[strings.TrimSpace(typ)] = true
+		}
+	}
+	used := 0
+	for _, file := range []string{"azure/workbook.json.tftpl", "azure/monitoring.tf"} {
+		src, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for table, typ := range sampledTypes {
+			if !regexp.MustCompile(`\b` + table + `\b`).Match(src) {
+				continue
+			}
+			used++
+			if !excluded[typ] {
+				t.Errorf("%s reads %s, but functions/host.json lets the host sample %s telemetry (logging.applicationInsights.samplingSettings.excludedTypes)", file, table, typ)
+			}
+		}
+	}
+	if used == 0 {
+		t.Fatal("the Azure module reads no Application Insights table this test knows")
+	}
+}
+
+// supportedAggregations are the aggregations Azure Monitor accepts for each
+// platform metric the Azure module alerts on, by metric namespace and name,
+// from "Supported metrics for Microsoft.Storage/storageAccounts/queueServices"
+// (learn.microsoft.com/azure/azure-monitor/reference/supported-metrics/microsoft-storage-storageaccounts-queueservices-metrics,
+// the Aggregation column): the capacity metrics (QueueCapacity, QueueCount,
+// QueueMessageCount) are sampled hourly (PT1H) and have Average only; the
+// transaction metrics listed are per minute (PT1M). A metric alert with another aggregation is
+// refused by Azure Monitor with a 400, so the apply fails.
+var supportedAggregations = map[string]map[string][]string{
+	"Microsoft.Storage/storageAccounts/queueServices": {
+		"QueueCapacity":     {"Average"},
+		"QueueCount":        {"Average"},
+		"QueueMessageCount": {"Average"},
+		"Ingress":           {"Total", "Average", "Minimum", "Maximum"},
+		"Egress":            {"Total", "Average", "Minimum", "Maximum"},
+		"Availability":      {"Average", "Minimum", "Maximum"},
+	},
+}
+
+// TestMetricAlertAggregations: every criteria block of the Azure module's
+// metric alerts names a metric of the table above with an aggregation the
+// table says Azure Monitor supports for it.
+func TestMetricAlertAggregations(t *testing.T) {
+	m, err := loadModule("azure")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := m.eval(azureSpec.sample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for name, b := range m.resources {
+		if !strings.HasPrefix(name, "azurerm_monitor_metric_alert.") {
+			continue
+		}
+		for _, c := range b.Body.Blocks {
+			if c.Type != "criteria" {
+				continue
+			}
+			n++
+			got := map[string]string{}
+			for _, arg := range []string{"metric_namespace", "metric_name", "aggregation"} {
+				a, ok := c.Body.Attributes[arg]
+				if !ok {
+					t.Fatalf("%s: criteria without %s", name, arg)
+				}
+				v, err := e.value(a.Expr)
+				if err != nil {
+					t.Fatalf("%s: %s: %v", name, arg, err)
+				}
+				s, ok := text(v)
+				if !ok {
+					t.Fatalf("%s: %s is not a known string", name, arg)
+				}
+				got[arg] = s
+			}
+			aggs, ok := supportedAggregations[got["metric_namespace"]][got["metric_name"]]
+			if !ok {
+				t.Errorf("%s: metric %s %s is not in the table of supported aggregations: add it from Azure's supported-metrics page", name, got["metric_namespace"], got["metric_name"])
+				continue
+			}
+			if !slices.Contains(aggs, got["aggregation"]) {
+				t.Errorf("%s: aggregation %s of %s; Azure Monitor supports only %v for it", name, got["aggregation"], got["metric_name"], aggs)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("the Azure module has no metric alert criteria")
+	}
+}
+
+// TestAWSRateAlarmsPerRoute: the AWS module's rate alarms are made once over
+// the whole gateway and once per route of var.routes, on that route's EMF
+// dimension.
+func TestAWSRateAlarmsPerRoute(t *testing.T) {
+	m, err := loadModule("aws")
+	if err != nil {
+		t.Fatal(err)
+	}
+	route := func(p string) cty.Value {
+		return cty.ObjectVal(map[string]cty.Value{"prefix": cty.StringVal(p)})
+	}
+	e, err := m.eval(awsSpec.sample.with(vars{"routes": cty.ListVal([]cty.Value{route("/api"), route("/batch")})}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rates, err := e.localValue("rate_alarms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := e.localValue("rate_alarm_instances")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for it := rates.ElementIterator(); it.Next(); {
+		k, _ := it.Element()
+		want[k.AsString()] = ""
+		want[k.AsString()+" /api"] = "/api"
+		want[k.AsString()+" /batch"] = "/batch"
+	}
+	got := map[string]string{}
+	for it := all.ElementIterator(); it.Next(); {
+		k, v := it.Element()
+		r := v.GetAttr("route")
+		got[k.AsString()] = ""
+		if !r.IsNull() {
+			got[k.AsString()] = r.AsString()
+		}
+	}
+	if len(want) < 8 || !maps.Equal(got, want) {
+		t.Errorf("rate alarm instances (key → route) = %v; want %v", got, want)
+	}
+}
+
+// TestAzureAlertsCountWhatTheySay: the throttles alert counts the 429s the
+// platform answered itself, leaving out those of operations whose gateway
+// line answered 429 (a backend's, relayed); the dead-letter alert counts
+// what waits in the poison queue (puts less deletes in the queue service's
+// request log, which the diagnostic setting sends to the workspace), not
+// the host's moves.
+func TestAzureAlertsCountWhatTheySay(t *testing.T) {
+	m, err := loadModule("azure")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := m.eval(azureSpec.sample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alerts, err := e.localValue("log_alerts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	query := func(name string) string {
+		t.Helper()
+		if !alerts.Type().HasAttribute(name) {
+			t.Fatalf("no log alert %s", name)
+		}
+		q, ok := text(alerts.GetAttr(name).GetAttr("query"))
+		if !ok {
+			t.Fatalf("log alert %s: query is not known", name)
+		}
+		return q
+	}
+	throttles := query("throttles")
+	for _, want := range []string{"AppRequests", "ResultCode == '429'", gatewayLines + " | where toint(j.status) == 429", "OperationId !in ("} {
+		if !strings.Contains(throttles, want) {
+			t.Errorf("throttles alert %q lacks %q: it would count a backend's 429s", throttles, want)
+		}
+	}
+	dead := query("dead-letters")
+	poison, err := e.localValue("poison_queue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := text(poison)
+	for _, want := range []string{"StorageQueueLogs", "/" + p + "/messages", "OperationName == 'PutMessage'", "- countif(OperationName == 'DeleteMessage')"} {
+		if !strings.Contains(dead, want) {
+			t.Errorf("dead-letters alert %q lacks %q: it would not count what waits", dead, want)
+		}
+	}
+	if strings.Contains(dead, "Moving message") {
+		t.Errorf("dead-letters alert %q counts the host's moves", dead)
+	}
+	// The queue service's write and delete requests reach the workspace.
+	b := m.resources["azurerm_monitor_diagnostic_setting.storage"]
+	src, err := os.ReadFile("azure/monitoring.tf")
+	if err != nil || b == nil {
+		t.Fatalf("no diagnostic setting of the storage services (%v)", err)
+	}
+	var logs string
+	for _, nb := range b.Body.Blocks {
+		if nb.Type == "dynamic" && len(nb.Labels) == 1 && nb.Labels[0] == "enabled_log" {
+			r := nb.Body.Attributes["for_each"].Expr.Range()
+			logs = string(src[r.Start.Byte:r.End.Byte])
+		}
+	}
+	for _, want := range []string{`"queueServices"`, `"StorageWrite"`, `"StorageDelete"`} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("the storage diagnostic setting's enabled_log (%q) lacks %s", logs, want)
 		}
 	}
 }

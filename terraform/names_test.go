@@ -1,6 +1,7 @@
 package terraform
 
 import (
+	"fmt"
 	"regexp"
 	"sort"
 	"strings"
@@ -122,4 +123,61 @@ func traversalText(expr hclsyntax.Expression) string {
 		}
 	}
 	return strings.Join(parts, ".")
+}
+
+// TestNameEdges: a name that starts or ends with a hyphen (or, on AWS, an
+// underscore) is refused at plan time: the results bucket's name starts with
+// the AWS name (an S3 bucket name starts and ends with a letter or digit:
+// "General purpose bucket naming rules", Amazon S3 User Guide), and the Azure
+// function app's host name label cannot start or end with a hyphen.
+func TestNameEdges(t *testing.T) {
+	for _, c := range []struct {
+		dir  string
+		sp   spec
+		name string
+		ok   bool
+	}{
+		{"aws", awsSpec, "gw", true}, {"aws", awsSpec, "g", true}, {"aws", awsSpec, "my_gw-1", true},
+		{"aws", awsSpec, "-gw", false}, {"aws", awsSpec, "gw-", false}, {"aws", awsSpec, "_gw", false}, {"aws", awsSpec, "gw_", false},
+		{"azure", azureSpec, "gw1", true}, {"azure", azureSpec, "-gw", false}, {"azure", azureSpec, "gw-", false},
+	} {
+		t.Run(c.dir+"/"+c.name, func(t *testing.T) {
+			m, err := loadModule(c.dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, err := m.eval(c.sp.sample.with(vars{"name": cty.StringVal(c.name)}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			fails := e.failedValidations()
+			if got := len(fails) == 0; got != c.ok {
+				t.Errorf("name %q: accepted %v (failed validations %q); want %v", c.name, got, fails, c.ok)
+			}
+		})
+	}
+}
+
+// TestAzureResultContainersLimit: more result containers than the expiry
+// rule's prefix_match takes (10) are refused at plan time, not by Azure at
+// apply; 10 pass.
+func TestAzureResultContainersLimit(t *testing.T) {
+	m, err := loadModule("azure")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{8, 9} {
+		var extra []cty.Value
+		for i := range n {
+			extra = append(extra, cty.StringVal(fmt.Sprintf("results-%d", i)))
+		}
+		e, err := m.eval(azureSpec.sample.with(vars{"result_containers": cty.ListVal(extra)}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fails := e.failedPreconditions("azurerm_storage_management_policy.results")
+		if got, want := len(fails) > 0, n+2 > 10; got != want {
+			t.Errorf("%d result containers: refused %v (%q); want refused %v", n+2, got, fails, want)
+		}
+	}
 }

@@ -130,6 +130,7 @@ var schemas = sync.OnceValues(func() (map[string]*providerSchema, error) {
 		}
 		out[p.name] = s
 	}
+	out[azapiProvider.name] = azapiSchema()
 	return out, nil
 })
 
@@ -327,6 +328,7 @@ func knownProviders() string {
 	for _, p := range schemaProviders {
 		names = append(names, p.name)
 	}
+	names = append(names, azapiProvider.name)
 	return strings.Join(names, ", ")
 }
 
@@ -517,7 +519,7 @@ func (n newerArgument) prov() string {
 // required_providers admits no version older than the schema the module is
 // checked against, nor older than what newerThanSchema says it uses.
 func TestProviderVersions(t *testing.T) {
-	need := map[string]string{}
+	need := map[string]string{azapiProvider.name: azapiProvider.version}
 	for _, p := range schemaProviders {
 		need[p.name] = p.version
 	}

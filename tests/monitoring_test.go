@@ -31,11 +31,12 @@ type emitted struct {
 	emfMetrics    map[string]bool // the _aws directive's metric names
 	emfDims       map[string]bool // the keys of its dimension sets
 	otlp          map[string]emulators.Metric
-	lineKeys      map[string]bool // the plain per-request and async end lines' fields (no EmfNamespace, as on Azure)
-	rawLines      []string        // the plain per-request lines, as written
-	endLines      []string        // the plain async end lines, as written
-	contLines     []string        // the Azure continuation invocations' lines that carry queueAgeMs, as written
-	otherLines    []string        // the plain gateway's other lines
+	lineKeys      map[string]bool  // the plain per-request and async end lines' fields (no EmfNamespace, as on Azure)
+	rawLines      []string         // the plain per-request lines, as written
+	ownLines      []map[string]any // those of requests to the gateway's own endpoints (/_gateway/…)
+	endLines      []string         // the plain async end lines, as written
+	contLines     []string         // the Azure continuation invocations' lines that carry queueAgeMs, as written
+	otherLines    []string         // the plain gateway's other lines
 }
 
 const testEMFNamespace = "Gateway/Names"
@@ -93,6 +94,14 @@ func runForNames(t *testing.T) emitted {
 				t.Errorf("GET %s: log line %s = %v; want 1 (line %v)", path, field, line[field], line)
 			}
 		}
+	}
+	// Requests to the gateway's own endpoints, which the Azure queries
+	// must not count as requests.
+	for _, path := range []string{"/_gateway/health", "/_gateway/stats"} {
+		if resp, body, _ := Do(t, "GET", plain.URL+path, nil, ""); resp.StatusCode != 200 {
+			t.Fatalf("GET %s = %d %s; want 200", path, resp.StatusCode, body)
+		}
+		plain.WaitLog(t, loadMargin, isRequest(path))
 	}
 	// An async request the TTL ends: its end line (in whichever state).
 	isEnd := func(m map[string]any) bool { return m["msg"] == "async request ended" }
@@ -156,6 +165,9 @@ func runForNames(t *testing.T) emitted {
 		switch _, age := m["queueAgeMs"]; {
 		case m["msg"] == "request":
 			e.rawLines = append(e.rawLines, line)
+			if p, _ := m["path"].(string); strings.HasPrefix(p, "/_gateway/") {
+				e.ownLines = append(e.ownLines, m)
+			}
 		case m["msg"] == "async request ended":
 			e.endLines = append(e.endLines, line)
 		case age:
@@ -246,6 +258,26 @@ func awsRefs(t *testing.T) gatewayRefs {
 	}
 	for _, w := range dash.Widgets {
 		for _, row := range w.Properties.Metrics {
+			if opts, ok := row[0].(map[string]any); ok {
+				// A SEARCH expression over the namespace's series by
+				// route: the metrics it names and its dimension keys.
+				expr, _ := opts["expression"].(string)
+				m := searchRef.FindStringSubmatch(expr)
+				if m == nil {
+					continue
+				}
+				where := "dashboard panel " + w.Properties.Title
+				if m[1] != "${namespace}" {
+					t.Errorf("%s: SEARCH over %q, not the module's namespace", where, m[1])
+				}
+				for _, k := range strings.Split(m[2], ",") {
+					r.dims[k] = append(r.dims[k], where)
+				}
+				for _, n := range searchMetric.FindAllStringSubmatch(m[3], -1) {
+					r.metrics[n[1]] = append(r.metrics[n[1]], where)
+				}
+				continue
+			}
 			if ns, _ := row[0].(string); ns != "${namespace}" {
 				continue
 			}
@@ -268,18 +300,53 @@ func awsRefs(t *testing.T) gatewayRefs {
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	// The alarms are one for_each over local.metric_alarms: each entry
-	// names its namespace, metric_name and dimensions.
-	var alarms *hclsyntax.ObjectConsExpr
+	// The alarms are a for_each over local.metric_alarms, each entry naming
+	// its namespace, metric_name and dimensions, and one over
+	// local.rate_alarms, each naming the EMF metrics of its numerator and
+	// denominator.
+	var alarms, rates *hclsyntax.ObjectConsExpr
 	for _, b := range f.Body.(*hclsyntax.Body).Blocks {
 		if b.Type == "locals" {
 			if a, ok := b.Body.Attributes["metric_alarms"]; ok {
 				alarms, _ = a.Expr.(*hclsyntax.ObjectConsExpr)
 			}
+			if a, ok := b.Body.Attributes["rate_alarms"]; ok {
+				rates, _ = a.Expr.(*hclsyntax.ObjectConsExpr)
+			}
 		}
 	}
 	if alarms == nil || len(alarms.Items) == 0 {
 		t.Fatal("terraform/aws/monitoring.tf: no local.metric_alarms object of alarms")
+	}
+	if rates == nil || len(rates.Items) == 0 {
+		t.Fatal("terraform/aws/monitoring.tf: no local.rate_alarms object of alarms")
+	}
+	for _, item := range rates.Items {
+		where := "rate alarm " + strings.Trim(exprText(src, item.KeyExpr), `"`)
+		obj, ok := item.ValueExpr.(*hclsyntax.ObjectConsExpr)
+		if !ok {
+			t.Errorf("%s is not an object", where)
+			continue
+		}
+		n := 0
+		for _, a := range obj.Items {
+			if k := strings.Trim(exprText(src, a.KeyExpr), `"`); k != "numerator" && k != "denominator" {
+				continue
+			}
+			list, ok := a.ValueExpr.(*hclsyntax.TupleConsExpr)
+			if !ok {
+				t.Errorf("%s: %s is not a list of metric names", where, exprText(src, a.KeyExpr))
+				continue
+			}
+			for _, e := range list.Exprs {
+				name := strings.Trim(exprText(src, e), `"`)
+				r.metrics[name] = append(r.metrics[name], where)
+				n++
+			}
+		}
+		if n < 2 {
+			t.Errorf("%s names %d metrics; want a numerator and a denominator", where, n)
+		}
 	}
 	for _, item := range alarms.Items {
 		where := "alarm " + strings.Trim(exprText(src, item.KeyExpr), `"`)
@@ -323,9 +390,13 @@ func exprText(src []byte, e hclsyntax.Expression) string {
 }
 
 var (
-	fieldRef = regexp.MustCompile(`\bj\.([A-Za-z_][A-Za-z0-9_]*)`)
-	lineRef  = regexp.MustCompile(`AppTraces \| where Message contains_cs '([^']*)' \| extend j = parse_json`)
-	codeRef  = regexp.MustCompile(`j\.code\) == '([^']*)'`)
+	// searchRef: a CloudWatch SEARCH expression's schema (namespace and
+	// dimension keys) and its search terms.
+	searchRef    = regexp.MustCompile(`^SEARCH\('\{"([^"]*)",([^}]*)\} ([^']*)'`)
+	searchMetric = regexp.MustCompile(`MetricName="([^"]+)"`)
+	fieldRef     = regexp.MustCompile(`\bj\.([A-Za-z_][A-Za-z0-9_]*)`)
+	lineRef      = regexp.MustCompile(`AppTraces \| where Message contains_cs '([^']*)' \| extend j = parse_json`)
+	codeRef      = regexp.MustCompile(`j\.code\) == '([^']*)'`)
 )
 
 // azureRefs reads the Azure module's workbook template and alerts: every
@@ -432,6 +503,41 @@ func TestMonitoringNamesEmitted(t *testing.T) {
 		for _, line := range others {
 			if strings.Contains(line, filter) {
 				t.Errorf("%v: the queries select %s by %s, which is no %s line", where, line, filter, kind)
+			}
+		}
+	}
+
+	// The Azure queries count gateway requests only: every query that
+	// selects the per-request lines drops those of the gateway's own
+	// endpoints by their route, which is theirs alone.
+	perRequest := regexp.MustCompile(regexp.QuoteMeta(`AppTraces | where Message contains_cs '"msg":"request' | extend j = parse_json(substring(Message, indexof(Message, '{')))`) + `( \| where tostring\(j\.route\) != '([^']*)')?`)
+	for _, file := range []string{"workbook.json.tftpl", "monitoring.tf"} {
+		raw, err := os.ReadFile(filepath.Join("../terraform/azure", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := strings.ReplaceAll(string(raw), `\"`, `"`)
+		found := perRequest.FindAllStringSubmatch(text, -1)
+		if len(found) == 0 {
+			t.Errorf("terraform/azure/%s: no query selects the per-request lines as %s", file, perRequest)
+		}
+		for _, m := range found {
+			if m[1] == "" {
+				t.Errorf("terraform/azure/%s: a query counts the per-request lines with those of the gateway's own endpoints (status polls, /_gateway/stats, /_gateway/health): want | where tostring(j.route) != '/_gateway/' after %q", file, m[0])
+				continue
+			}
+			if len(e.ownLines) == 0 {
+				t.Fatal("the gateway wrote no line for its own endpoints")
+			}
+			for _, own := range e.ownLines {
+				if own["route"] != m[2] {
+					t.Errorf("terraform/azure/%s drops route %q, but the line of %v has route %v", file, m[2], own["path"], own["route"])
+				}
+			}
+			for _, line := range e.rawLines {
+				if !strings.Contains(line, `"path":"/_gateway/`) && strings.Contains(line, `"route":"`+m[2]+`"`) {
+					t.Errorf("terraform/azure/%s drops route %q, which a proxied request's line has: %s", file, m[2], line)
+				}
 			}
 		}
 	}

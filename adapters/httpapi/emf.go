@@ -13,8 +13,9 @@ import (
 // The per-request log line in CloudWatch Embedded Metric Format (setting
 // EmfNamespace, docs/observability.md#cloudwatch-embedded-metric-format): the line's own durationMs and attempts, plus
 // the timeouts of its attempts by source, its retries, hedges and
-// ejections (the attempts whose failure ejected their host), how it ended and
-// whether it was handed off to async, under the names of /_gateway/stats
+// ejections (the attempts whose failure ejected their host), how it ended,
+// the class of its status (status_2xx … status_5xx) and whether it was
+// handed off to async, under the names of /_gateway/stats
 // (1 or 0 on each line, so that a metric's Sum is the counter's rise),
 // declared in an _aws object so that CloudWatch Logs extracts them as
 // metrics, with no collector. The Terraform module's dashboard and alarms
@@ -47,6 +48,10 @@ var emfMetrics = []emfMetric{
 	{"end_backend_auth_failed", "Count"},
 	{"async_accepted", "Count"},
 	{"async_unavailable", "Count"},
+	{"status_2xx", "Count"},
+	{"status_3xx", "Count"},
+	{"status_4xx", "Count"},
+	{"status_5xx", "Count"},
 }
 
 // emfEndings are the metrics of emfMetrics that count how a request ended:
@@ -116,6 +121,10 @@ func (h *Handler) logEMF(ctx context.Context, hd slog.Handler, now time.Time, le
 	ended := lg.reason.EndName()
 	for _, name := range emfEndings {
 		rec.AddAttrs(slog.Int64(name, one(name == ended)))
+	}
+	class := core.StatusClassName(lg.status)
+	for _, name := range core.StatusClassNames {
+		rec.AddAttrs(slog.Int64(name, one(name == class)))
 	}
 	rec.AddAttrs(
 		slog.Int64("async_accepted", one(lg.async != "" && lg.status == http.StatusAccepted)),

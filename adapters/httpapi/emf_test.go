@@ -3,10 +3,12 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -205,5 +207,89 @@ func TestNoEMFByDefault(t *testing.T) {
 	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "http://gw.test/x", nil))
 	if bytes.Contains(buf.Bytes(), []byte("_aws")) {
 		t.Errorf("line %s carries _aws without EmfNamespace", buf.Bytes())
+	}
+}
+
+// statusRT answers every attempt with its status code.
+type statusRT int
+
+func (rt statusRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: int(rt), Header: http.Header{}, Body: io.NopCloser(strings.NewReader("x")), ContentLength: 1, Request: r}, nil
+}
+
+// TestEMFLineStatusClass: the line counts its answer's status class,
+// the backend's as the gateway's (a backend answering 503 is a 5xx with no
+// gateway error code), with 1 in exactly one of status_2xx … status_5xx,
+// by route; /_gateway/stats counts the same.
+func TestEMFLineStatusClass(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		rt     http.RoundTripper
+		ttl    string
+		status int
+		want   string
+	}{
+		{"backend 200", statusRT(200), "", 200, "status_2xx"},
+		{"backend 302", statusRT(302), "", 302, "status_3xx"},
+		{"backend 429", statusRT(429), "", 429, "status_4xx"},
+		{"backend 503", statusRT(503), "", 503, "status_5xx"},
+		{"gateway 504 TTLExpired", &firstHangsRT{}, "0.05", 504, "status_5xx"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := testSettings(t, "http://a.test")
+			s.EmfNamespace = "Gateway/Test"
+			if err := s.Routes.Decode(`[{"prefix":"/api","maxAttempts":1}]`); err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			stats := &core.Stats{}
+			h := &Handler{Settings: s, Stats: stats, Forwarder: &core.Forwarder{Transport: c.rt, Stats: stats},
+				Logger: slog.New(NewJSONLogHandler(&buf))}
+			h.Init()
+			r := httptest.NewRequest("GET", "http://gw.test/api/x", nil)
+			if c.ttl != "" {
+				r.Header.Set("S7PTTL", c.ttl)
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if w.Code != c.status {
+				t.Fatalf("status = %d; want %d", w.Code, c.status)
+			}
+			_, v, dims := cloudWatchMetrics(t, bytes.TrimSpace(buf.Bytes()))
+			snap := stats.Snapshot()
+			for _, name := range core.StatusClassNames {
+				want := one(name == c.want)
+				if got, ok := v[name]; !ok || got != float64(want) {
+					t.Errorf("line %s = %v (present %v); want %d", name, got, ok, want)
+				}
+				if snap[name] != want {
+					t.Errorf("stats %s = %d; want %d, as the line says", name, snap[name], want)
+				}
+			}
+			if len(dims) != 2 || len(dims[1]) != 1 || dims[1][0] != "/api" {
+				t.Errorf("dimension values = %q; want [] and [/api]", dims)
+			}
+		})
+	}
+}
+
+// TestEMFMetricCount: the documents say how many custom metrics the EMF
+// lines make as the code declares them: every name of the request line and
+// the async end line without dimensions, and the request line's again for
+// each route.
+func TestEMFMetricCount(t *testing.T) {
+	all, perRoute := len(emfMetrics)+len(emfAsyncEndMetrics), len(emfMetrics)
+	for _, c := range []struct{ file, want string }{
+		{"../../docs/observability.md", fmt.Sprintf("%d names (%d custom metrics, plus %d for each route with a prefix)", perRoute, perRoute, perRoute)},
+		{"../../docs/observability.md", fmt.Sprintf("adds %d custom metrics: %d in all, plus %d for each route with a prefix", len(emfAsyncEndMetrics), all, perRoute)},
+		{"../../docs/terraform.md", fmt.Sprintf("with no routes, %d metrics; each route adds its own %d", all, perRoute)},
+	} {
+		raw, err := os.ReadFile(c.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(strings.Join(strings.Fields(string(raw)), " "), c.want) {
+			t.Errorf("%s does not say %q", c.file, c.want)
+		}
 	}
 }

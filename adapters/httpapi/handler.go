@@ -517,6 +517,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func (h *Handler) log(ctx context.Context, r *http.Request, arrival time.Time, lg *requestLog) {
 	now := time.Now() // one clock read for the duration and the line's time
+	h.Stats.CountStatus(lg.status)
 	if o := h.Forwarder.Observer; o != nil {
 		o.EndRequest(ctx, core.RequestEnd{Route: lg.route, Status: lg.status, Code: lg.code, Attempts: lg.attempts,
 			Deadline: lg.fired, Async: lg.async, Duration: now.Sub(arrival)})

@@ -208,10 +208,12 @@ data "aws_iam_policy_document" "gateway" {
   # infra/aws/store.go calls when a large upload fails ("To abort a multipart
   # upload you must have the s3:AbortMultipartUpload permission": Amazon S3 API
   # Reference, AbortMultipartUpload, and the S3 User Guide's "Multipart upload
-  # API and permissions" table).
+  # API and permissions" table). No s3:DeleteObject: the gateway deletes no
+  # object (stored results expire by the bucket's lifecycle rule;
+  # TestLambdaRolePermissions refuses a grant no call needs).
   statement {
     sid       = "ResultObjects"
-    actions   = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"]
+    actions   = ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"]
     resources = ["${aws_s3_bucket.results.arn}/*"]
   }
 

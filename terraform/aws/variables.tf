@@ -3,15 +3,15 @@
 # ---------------------------------------------------------------------------
 
 variable "name" {
-  description = "Base name of the resources: the function, its role (<name>-gateway), log group and queues (<name>-continuations, <name>-continuations-dlq). 1-40 letters, digits, hyphens and underscores. Unique per account and region; the bucket's name gets a generated suffix."
+  description = "Base name of the resources: the function, its role (<name>-gateway), log group and queues (<name>-continuations, <name>-continuations-dlq). 1-40 letters, digits, hyphens and underscores, starting and ending with a letter or digit (the results bucket's name starts with it, and an S3 bucket name must start and end with one). Unique per account and region; the bucket's name gets a generated suffix."
   type        = string
   nullable    = false
 
   # 40 keeps every derived name inside its limit: the role (64), the queues
   # (80 with -continuations-dlq) and the function (64).
   validation {
-    condition     = can(regex("^[A-Za-z0-9_-]{1,40}$", var.name))
-    error_message = "The name value must be 1-40 letters, digits, hyphens and underscores."
+    condition     = can(regex("^[A-Za-z0-9]([A-Za-z0-9_-]{0,38}[A-Za-z0-9])?$", var.name))
+    error_message = "The name value must be 1-40 letters, digits, hyphens and underscores, starting and ending with a letter or digit."
   }
 }
 
@@ -180,7 +180,7 @@ variable "log_retention_days" {
 # --- monitoring (monitoring.tf; docs/operations.md) ---------------------------
 
 variable "alarms" {
-  description = "The alarms' recipient and thresholds (docs/operations.md#alarms-and-alerts-what-each-means-what-to-do), each over 5 minutes: email, an address the alarms notify through an SNS topic the module creates (it must confirm the subscription; null: no topic, the alarms notify nobody); dead_letters, the most messages in the continuations' dead-letter queue (ApproximateNumberOfMessagesVisible; 0: any); continuation_age_secs, the longest the oldest continuation may wait (ApproximateAgeOfOldestMessage; null: a quarter of async_ttl_secs, at most 900); function_limit_endings, requests ended 504 FunctionLimit (needs emf_namespace); function_errors, invocations the function failed; throttles, invocations refused for want of concurrency."
+  description = "The alarms' recipient and thresholds (docs/operations.md#alarms-and-alerts-what-each-means-what-to-do), over 5-minute periods: email, an address the alarms notify through an SNS topic the module creates (it must confirm the subscription; null: no topic, the alarms notify nobody); dead_letters, the most messages in the continuations' dead-letter queue (ApproximateNumberOfMessagesVisible; 0: any); continuation_age_secs, the longest the oldest continuation may wait (ApproximateAgeOfOldestMessage; null: a quarter of async_ttl_secs, at most 900); function_limit_endings, requests ended 504 FunctionLimit (needs emf_namespace); function_errors, invocations the function failed; throttles, invocations refused for want of concurrency; error_rate_percent, requests answered 5xx (status_5xx / requests); deadline_rate_percent, requests ended 504 TTLExpired or AttemptTimeout; backend_unavailable_rate_percent, requests ended 502 BackendUnavailable; async_unavailable_percent, async hand-offs refused 503 AsyncUnavailable; rate_min_requests, the fewest requests (hand-offs) in a period for a rate to count; latency_p99_ms, the p99 request duration (null: half of default_ttl_secs). Events, rates and latency alarm when over in 3 of 5 periods; dead_letters and continuation_age_secs in one (needs emf_namespace for the gateway's own metrics)."
   # One object, the same in both modules: its attributes' defaults are the
   # alarm defaults of terraform/monitoring/panels.json (TestAlarmDefaults).
   type = object({
@@ -190,6 +190,14 @@ variable "alarms" {
     function_limit_endings = optional(number, 0)
     function_errors        = optional(number, 0)
     throttles              = optional(number, 0)
+    # Rates, in % of the requests of a 5-minute period with at least
+    # rate_min_requests of them; over 3 of 5 periods.
+    error_rate_percent               = optional(number, 5)
+    deadline_rate_percent            = optional(number, 5)
+    backend_unavailable_rate_percent = optional(number, 5)
+    async_unavailable_percent        = optional(number, 5)
+    rate_min_requests                = optional(number, 20)
+    latency_p99_ms                   = optional(number)
   })
   default  = {}
   nullable = false
@@ -199,8 +207,8 @@ variable "alarms" {
     error_message = "The alarms.email value must be an e-mail address, or null."
   }
   validation {
-    condition     = alltrue([for k in ["dead_letters", "function_limit_endings", "function_errors", "throttles"] : var.alarms[k] != null && var.alarms[k] >= 0]) && (var.alarms.continuation_age_secs == null || coalesce(var.alarms.continuation_age_secs, 0) > 0)
-    error_message = "The alarms thresholds must be 0 or more (continuation_age_secs more than 0, or null)."
+    condition     = alltrue([for k in ["dead_letters", "function_limit_endings", "function_errors", "throttles", "error_rate_percent", "deadline_rate_percent", "backend_unavailable_rate_percent", "async_unavailable_percent", "rate_min_requests"] : var.alarms[k] != null && var.alarms[k] >= 0]) && (var.alarms.continuation_age_secs == null || coalesce(var.alarms.continuation_age_secs, 0) > 0) && (var.alarms.latency_p99_ms == null || coalesce(var.alarms.latency_p99_ms, 0) > 0)
+    error_message = "The alarms thresholds must be 0 or more (continuation_age_secs and latency_p99_ms more than 0, or null)."
   }
 }
 

@@ -92,10 +92,12 @@ locals {
   # (azure-functions-host #11794, #11796), and Azure Verified Modules
   # dropped it (terraform-azurerm-avm-res-web-site #376). What remains is the
   # provider's key-less string: it names the account and authorizes nothing.
-  # The gateway ignores it beside the identity settings (docs/settings.md#azure-storage-settings); the
-  # deploy guide removes it from the app after each apply that changed the
-  # app (docs/deploy-azure.md), which Read never notices, until the provider
-  # stops writing it (#29099, #29693).
+  # The gateway ignores it beside the identity settings (docs/settings.md#azure-storage-settings), but
+  # the Functions host cannot read its keys (nor run the queue trigger) while
+  # it is there, and the zip deployment fails: the module removes it itself
+  # after every apply that touched the app (azapi_resource_action.app_settings
+  # below), which Read never notices, until the provider stops writing it
+  # (#29099, #29693).
   # What the deployed app ends up with: terraform/testdata/azure-app-settings.json.
   # OpenTelemetry's own variables (docs/observability.md), written only when set. With an
   # endpoint the host runs in its OpenTelemetry mode too ("Use OpenTelemetry with Azure
@@ -202,6 +204,17 @@ resource "azurerm_storage_management_policy" "results" {
       base_blob {
         delete_after_days_since_creation_greater_than = local.result_retention_days
       }
+    }
+  }
+
+  # A rule's prefixMatch takes at most 10 prefixes ("Azure Blob Storage
+  # lifecycle management overview", Rule filters), and Azure refuses more at
+  # apply: the two gateway containers leave room for 8 of the profiles and
+  # result_containers. Refused here, at plan, with the way out.
+  lifecycle {
+    precondition {
+      condition     = length(local.result_containers) <= 10
+      error_message = "At most 10 result containers (gateway, gateway-results and 8 from the profiles' containername and result_containers): the expiry rule's prefix_match takes 10 prefixes. Let more profiles share a containername (results are kept apart by their id)."
     }
   }
 }
@@ -365,4 +378,48 @@ resource "azurerm_role_assignment" "queue" {
   role_definition_name = "Storage Queue Data Contributor"
   principal_id         = azurerm_function_app_flex_consumption.gateway.identity[0].principal_id
   principal_type       = "ServicePrincipal"
+}
+
+# The settings the provider writes on every create and update of the app
+# that the app must not keep (above, "No AzureWebJobsStorage here"): the
+# key-less AzureWebJobsStorage, with which the Functions host cannot read its
+# keys, so the zip deployment and the function keys fail, and the queue
+# trigger may take it for its connection (azure-functions-host #11796).
+locals {
+  removed_app_settings = ["AzureWebJobsStorage"]
+}
+
+# What the app's settings are after the provider's apply: Web Apps - List
+# Application Settings (POST .../config/appsettings/list). Read at apply time
+# whenever the app changes (a data source that depends on a resource with
+# changes pending is read during the apply, after it).
+data "azapi_resource_action" "app_settings" {
+  type                   = "Microsoft.Web/sites/config@2024-04-01"
+  resource_id            = "${azurerm_function_app_flex_consumption.gateway.id}/config/appsettings"
+  action                 = "list"
+  method                 = "POST"
+  response_export_values = ["properties"]
+
+  depends_on = [azurerm_function_app_flex_consumption.gateway]
+}
+
+# The same settings without removed_app_settings, written back whole: Web
+# Apps - Update Application Settings (PUT .../config/appsettings replaces
+# the set). Replaced, so run again, after every change of the app, which is
+# when the provider writes AzureWebJobsStorage again; a second apply with
+# nothing changed runs nothing. The Azure API: "Web Apps - List Application
+# Settings" and "Web Apps - Update Application Settings" (Microsoft.Web
+# REST API 2024-04-01); the resource: the azapi provider's documentation of
+# azapi_resource_action (method PUT, body).
+resource "azapi_resource_action" "app_settings" {
+  type        = "Microsoft.Web/sites/config@2024-04-01"
+  resource_id = "${azurerm_function_app_flex_consumption.gateway.id}/config/appsettings"
+  method      = "PUT"
+  body = {
+    properties = { for k, v in data.azapi_resource_action.app_settings.output.properties : k => v if !contains([for r in local.removed_app_settings : lower(r)], lower(k)) }
+  }
+
+  lifecycle {
+    replace_triggered_by = [azurerm_function_app_flex_consumption.gateway]
+  }
 }

@@ -187,7 +187,7 @@ variable "log_retention_days" {
 # --- monitoring (monitoring.tf; docs/operations.md) ---------------------------
 
 variable "alarms" {
-  description = "The alerts' recipient and thresholds (docs/operations.md#alarms-and-alerts-what-each-means-what-to-do), each over 5 minutes unless said: email, an address the alerts' action group notifies (null: no receiver; add one in the portal); dead_letters, continuations the host moved to the poison queue (its \"Moving message to queue\" line; 0: any); continuation_age_secs, the longest a continuation may have waited when its invocation receives it (the line's queueAgeMs; null: a quarter of async_ttl_secs, at most 900); queue_messages, the most messages in the storage account's queues (QueueMessageCount, all queues, hourly; over 6 hours); function_limit_endings, requests ended 504 FunctionLimit; function_errors, invocations the function failed; throttles, invocations answered 429."
+  description = "The alerts' recipient and thresholds (docs/operations.md#alarms-and-alerts-what-each-means-what-to-do), each over 5 minutes unless said: email, an address the alerts' action group notifies (null: no receiver; add one in the portal); dead_letters, continuations the host moved to the poison queue (its \"Moving message to queue\" line; 0: any); continuation_age_secs, the longest a continuation may have waited when its invocation receives it (the line's queueAgeMs; null: a quarter of async_ttl_secs, at most 900); queue_messages, the most messages in the storage account's queues (QueueMessageCount, all queues, hourly; over 6 hours); function_limit_endings, requests ended 504 FunctionLimit; function_errors, invocations the function failed; throttles, invocations the platform itself answered 429; error_rate_percent, requests answered 5xx; deadline_rate_percent, requests ended 504 TTLExpired or AttemptTimeout; backend_unavailable_rate_percent, requests ended 502 BackendUnavailable (each by route); async_unavailable_percent, async hand-offs refused 503 AsyncUnavailable; rate_min_requests, the fewest requests (hand-offs) of a route in a period for a rate to count; latency_p99_ms, a route's p99 request duration (null: half of default_ttl_secs). Events, rates and latency alert when over in 3 of 5 periods."
   # One object, the same in both modules: its attributes' defaults are the
   # alarm defaults of terraform/monitoring/panels.json (TestAlarmDefaults).
   type = object({
@@ -198,6 +198,14 @@ variable "alarms" {
     function_limit_endings = optional(number, 0)
     function_errors        = optional(number, 0)
     throttles              = optional(number, 0)
+    # Rates, in % of the requests of a 5-minute period with at least
+    # rate_min_requests of them; over 3 of 5 periods.
+    error_rate_percent               = optional(number, 5)
+    deadline_rate_percent            = optional(number, 5)
+    backend_unavailable_rate_percent = optional(number, 5)
+    async_unavailable_percent        = optional(number, 5)
+    rate_min_requests                = optional(number, 20)
+    latency_p99_ms                   = optional(number)
   })
   default  = {}
   nullable = false
@@ -207,8 +215,8 @@ variable "alarms" {
     error_message = "The alarms.email value must be an e-mail address, or null."
   }
   validation {
-    condition     = alltrue([for k in ["dead_letters", "queue_messages", "function_limit_endings", "function_errors", "throttles"] : var.alarms[k] != null && var.alarms[k] >= 0]) && (var.alarms.continuation_age_secs == null || coalesce(var.alarms.continuation_age_secs, 0) > 0)
-    error_message = "The alarms thresholds must be 0 or more (continuation_age_secs more than 0, or null)."
+    condition     = alltrue([for k in ["dead_letters", "queue_messages", "function_limit_endings", "function_errors", "throttles", "error_rate_percent", "deadline_rate_percent", "backend_unavailable_rate_percent", "async_unavailable_percent", "rate_min_requests"] : var.alarms[k] != null && var.alarms[k] >= 0]) && (var.alarms.continuation_age_secs == null || coalesce(var.alarms.continuation_age_secs, 0) > 0) && (var.alarms.latency_p99_ms == null || coalesce(var.alarms.latency_p99_ms, 0) > 0)
+    error_message = "The alarms thresholds must be 0 or more (continuation_age_secs and latency_p99_ms more than 0, or null)."
   }
 }
 

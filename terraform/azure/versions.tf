@@ -8,5 +8,11 @@ terraform {
       # 4.55.0: the schema terraform/schema_test.go holds the module against.
       version = "~> 4.55"
     }
+    azapi = {
+      source = "Azure/azapi"
+      # 2.x: azapi_resource_action's PUT (main.tf, app_settings); the
+      # arguments terraform/schema_test.go holds it against (azapiSchema).
+      version = "~> 2.0"
+    }
   }
 }

@@ -25,6 +25,10 @@ module "gateway" {
   user_profiles = jsonencode([
     { userId = "batch", "async-config" = { enabled = true, topic = local.batch_topic } },
   ])
+
+  # Who the alarms page (docs/operations.md#alarms-and-alerts-what-each-means-what-to-do); the thresholds are the
+  # module's defaults.
+  alarms = { email = var.alarm_email }
 }
 
 # --- a subscriber of the batch profile's notifications ------------------------

@@ -20,3 +20,9 @@ variable "async_trigger_timeout" {
   type        = number
   default     = 10000
 }
+
+variable "alarm_email" {
+  description = "The address the alarms notify (SNS sends it a confirmation message first; nothing is delivered until it is confirmed). null: the alarms are created and notify nobody."
+  type        = string
+  default     = null
+}

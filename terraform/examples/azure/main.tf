@@ -38,4 +38,8 @@ module "gateway" {
   user_profiles = jsonencode([
     { userId = "batch", "async-config" = { enabled = true, containername = "batch-results", topic = "batch-events" } },
   ])
+
+  # Who the alarms page (docs/operations.md#alarms-and-alerts-what-each-means-what-to-do); the thresholds are the
+  # module's defaults.
+  alarms = { email = var.alarm_email }
 }

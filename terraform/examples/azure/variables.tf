@@ -36,3 +36,9 @@ variable "entra_client_id" {
   type        = string
   default     = null
 }
+
+variable "alarm_email" {
+  description = "The address the alarms notify (the alerts' action group e-mails it). null: the alarms are created and notify nobody."
+  type        = string
+  default     = null
+}
