@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"sync"
@@ -219,7 +220,7 @@ func (r *Reloader) Refresh(ctx context.Context) {
 		r.reject(doc.Version, errs)
 		return
 	}
-	changed := changedNames(r.lookup(r.values), r.lookup(applied))
+	changed := changedNames(r.inForce, s)
 	if len(changed) > 0 && r.Apply != nil {
 		if err := r.Apply(s); err != nil {
 			r.reject(doc.Version, []error{err})
@@ -273,14 +274,13 @@ func joinErrs(msgs []string) string {
 	return out
 }
 
-// changedNames are the settings whose text differs between a and b.
-func changedNames(a, b Lookup) []string {
+// changedNames are the settings whose values differ between a and b.
+func changedNames(a, b *core.Settings) []string {
 	out := []string{}
-	for _, name := range Names() {
-		av, aok := a(name)
-		bv, bok := b(name)
-		if aok != bok || av != bv {
-			out = append(out, name)
+	av, bv := reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem()
+	for i := range av.NumField() {
+		if av.Type().Field(i).IsExported() && !reflect.DeepEqual(av.Field(i).Interface(), bv.Field(i).Interface()) {
+			out = append(out, av.Type().Field(i).Name)
 		}
 	}
 	return out
