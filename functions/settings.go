@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"fngateway/core"
+	"fngateway/infra/aws"
+	"fngateway/infra/azure"
 	"fngateway/internal/settings"
 )
 
@@ -62,7 +64,7 @@ func openSettings(ctx context.Context, hostLimit time.Duration, logger *slog.Log
 	}
 	r := &settings.Reloader{Env: os.LookupEnv, Rules: rules, Logger: logger, Interval: 30 * time.Second}
 	if spec, ok := lookup(settings.SourceSetting); ok && strings.TrimSpace(spec) != "" {
-		src, err := settings.Open(strings.TrimSpace(spec), os.LookupEnv)
+		src, err := openSettingsSource(ctx, strings.TrimSpace(spec))
 		if err != nil {
 			return nil, 0, nil, &core.SettingError{Name: settings.SourceSetting, Value: settings.Redact(spec), Want: err.Error()}
 		}
@@ -85,6 +87,37 @@ func openSettings(ctx context.Context, hostLimit time.Duration, logger *slog.Log
 		return nil, 0, nil, err
 	}
 	return s, limit, r, nil
+}
+
+// openSettingsSource opens the source SettingsSource names: a document in
+// S3 (the SDK's default chain: the function role, AWS_REGION,
+// AWS_ENDPOINT_URL_S3) or in Blob storage (a SAS in the URL, the account
+// key of AzureWebJobsStorage for the same account, or the managed
+// identity), or what internal/settings opens itself (file:).
+func openSettingsSource(ctx context.Context, spec string) (settings.Source, error) {
+	switch {
+	case strings.HasPrefix(spec, "s3://"):
+		obj, err := aws.NewSettingsObject(aws.Config{}, spec) // checks the location before any credential
+		if err != nil {
+			return nil, err
+		}
+		cfg, err := awsConfig(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if obj, err = aws.NewSettingsObject(cfg, spec); err != nil {
+			return nil, err
+		}
+		return &settings.Conditional{Name: spec, Get: obj.Get}, nil
+	case strings.HasPrefix(spec, "https://") || strings.HasPrefix(spec, "http://"):
+		conn, _ := lookup("AzureWebJobsStorage")
+		b, err := azure.NewSettingsBlob(spec, conn, entraCredential)
+		if err != nil {
+			return nil, err
+		}
+		return &settings.Conditional{Name: settings.Redact(spec), Get: b.Get}, nil
+	}
+	return settings.Open(spec, os.LookupEnv)
 }
 
 func lookup(name string) (string, bool) {

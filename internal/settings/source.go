@@ -39,7 +39,7 @@ func Open(spec string, env func(string) (string, bool)) (Source, error) {
 		}
 		return &fileSource{path: p}, nil
 	}
-	return nil, fmt.Errorf("want file:<path>")
+	return nil, fmt.Errorf("want file:<path>, s3://<bucket>/<key> or https://<account>.blob.core.windows.net/<container>/<blob>")
 }
 
 // fileSource is a settings document in a local file (file:<path>). A file
@@ -116,4 +116,31 @@ func Redact(spec string) string {
 		return spec[:i] + "?(secret)"
 	}
 	return spec
+}
+
+// Conditional is a settings document read with a conditional GET (an S3
+// object, a blob): Get returns the body and its ETag, or notModified when
+// the ETag is still the one given (If-None-Match), so that an unchanged
+// document costs one request and no body.
+type Conditional struct {
+	// Name is the source as the settings view shows it (no secret).
+	Name string
+	Get  func(ctx context.Context, etag string) (body []byte, etag2 string, notModified bool, err error)
+}
+
+func (c *Conditional) String() string { return c.Name }
+
+func (c *Conditional) Read(ctx context.Context, have string) (*Document, error) {
+	b, etag, notModified, err := c.Get(ctx, have)
+	switch {
+	case err != nil:
+		return nil, err
+	case notModified || (have != "" && etag == have):
+		return nil, nil
+	}
+	vals, err := ParseDocument(b)
+	if err != nil {
+		return nil, &DocumentError{Version: etag, Err: err}
+	}
+	return &Document{Values: vals, Version: etag}, nil
 }
