@@ -41,4 +41,3 @@ func (gw *gateway) reload(ctx context.Context, s *core.Settings) error {
 	}
 	return nil
 }
-

@@ -182,7 +182,9 @@ func TestSettingsReloadWarm(t *testing.T) {
 	// A bad document: refused whole, one line per bad setting.
 	writeSettingsDoc(t, path, fmt.Sprintf(`{"DefaultTTLSecs": -5, "Timeout": "soon", "Routes": [{"prefix": "/r", "hosts": [%q]}]}`, a.URL))
 	rejected := func(setting string) func(map[string]any) bool {
-		return func(m map[string]any) bool { return m["msg"] == "settings document rejected; the settings in force stay" && m["setting"] == setting }
+		return func(m map[string]any) bool {
+			return m["msg"] == "settings document rejected; the settings in force stay" && m["setting"] == setting
+		}
 	}
 	ttlLine := g.WaitLog(t, interval+loadMargin, rejected("DefaultTTLSecs"))
 	g.WaitLog(t, loadMargin, rejected("Timeout"))
