@@ -5,10 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"fngateway/core"
@@ -215,4 +219,59 @@ func toJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestAppConfigAgent reads settings from a stand-in for the AppConfig Agent
+// Lambda extension (no emulator of it runs here) that checks the request is
+// the documented one: GET on localhost at the extension's port, path
+// /applications/<app>/environments/<env>/configurations/<profile>. A body
+// whose Configuration-Version is the one in force is not applied again.
+func TestAppConfigAgent(t *testing.T) {
+	var mu sync.Mutex
+	doc, version, reads := `{"DefaultTTLSecs": 60}`, "1", 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		reads++
+		if r.Method != http.MethodGet || r.URL.Path != "/applications/gw/environments/prod/configurations/settings" {
+			t.Errorf("agent request %s %s; want GET /applications/gw/environments/prod/configurations/settings", r.Method, r.URL.Path)
+			http.Error(w, "not found", http.StatusNotFound)
+			return
+		}
+		if h, _, _ := strings.Cut(r.Host, ":"); h != "localhost" {
+			t.Errorf("agent request to host %q; want localhost", r.Host)
+		}
+		w.Header().Set("Configuration-Version", version)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, doc)
+	}))
+	defer srv.Close()
+	_, port, _ := strings.Cut(strings.TrimPrefix(srv.URL, "http://"), ":")
+	e := env(map[string]string{"Hosts": "http://a", "AWS_APPCONFIG_EXTENSION_HTTP_PORT": port})
+	src, err := Open("appconfig:gw/prod/settings", e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var applied []*core.Settings
+	r := &Reloader{Source: src, Env: e, Apply: func(s *core.Settings) error { applied = append(applied, s); return nil }}
+	s, _, err := r.Start(context.Background())
+	if err != nil || s.DefaultTTLSecs.D().Seconds() != 60 {
+		t.Fatalf("start: %v, %v; want the agent's 60 s TTL", s, err)
+	}
+	r.Refresh(context.Background())
+	if len(applied) != 0 || reads != 2 {
+		t.Errorf("an unchanged version: applied %d, reads %d; want none applied, one read per poll", len(applied), reads)
+	}
+	mu.Lock()
+	doc, version = `{"DefaultTTLSecs": 30}`, "2"
+	mu.Unlock()
+	r.Refresh(context.Background())
+	if len(applied) != 1 || applied[0].DefaultTTLSecs.D().Seconds() != 30 || r.View().Source.Version != "2" {
+		t.Errorf("version 2: applied %v, view %+v; want the 30 s TTL, version 2", applied, r.View().Source)
+	}
+	for _, bad := range []string{"appconfig:gw/prod", "appconfig:gw//x", "appconfig:a/b/c/d"} {
+		if _, err := Open(bad, e); err == nil {
+			t.Errorf("Open(%q): no error", bad)
+		}
+	}
 }

@@ -38,8 +38,10 @@ func Open(spec string, env func(string) (string, bool)) (Source, error) {
 			return nil, fmt.Errorf("want a path after file:")
 		}
 		return &fileSource{path: p}, nil
+	case strings.HasPrefix(spec, "appconfig:"):
+		return openAgent(spec, env)
 	}
-	return nil, fmt.Errorf("want file:<path>, s3://<bucket>/<key> or https://<account>.blob.core.windows.net/<container>/<blob>")
+	return nil, fmt.Errorf("want file:<path>, s3://<bucket>/<key>, https://<account>.blob.core.windows.net/<container>/<blob> or appconfig:<application>/<environment>/<profile>")
 }
 
 // fileSource is a settings document in a local file (file:<path>). A file
