@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -109,6 +112,24 @@ func openSettingsSource(ctx context.Context, spec string) (settings.Source, erro
 			return nil, err
 		}
 		return &settings.Conditional{Name: spec, Get: obj.Get}, nil
+	case strings.Contains(spec, "Endpoint=") && strings.Contains(spec, "Secret="):
+		// An App Configuration access key: for development, as the
+		// service's own connection strings.
+		endpoint, id, secret, err := settings.ParseAppConfigConnectionString(spec)
+		if err != nil {
+			return nil, err
+		}
+		return appConfiguration(endpoint, settings.HMACSigner(id, secret, time.Now)), nil
+	case strings.HasPrefix(spec, "https://") && strings.HasSuffix(strings.TrimRight(hostOf(spec), "."), ".azconfig.io"):
+		// An App Configuration store, read with the managed identity (App
+		// Configuration Data Reader).
+		cred, err := entraCredential()
+		if err != nil {
+			return nil, fmt.Errorf("App Configuration credential: %w", err)
+		}
+		endpoint := strings.TrimRight(spec, "/")
+		auth := azure.NewTokenAuthorizer(cred, endpoint+"/.default")
+		return appConfiguration(endpoint, func(ctx context.Context, r *http.Request) error { return auth.Authorize(ctx, r, nil, false) }), nil
 	case strings.HasPrefix(spec, "https://") || strings.HasPrefix(spec, "http://"):
 		conn, _ := lookup("AzureWebJobsStorage")
 		b, err := azure.NewSettingsBlob(spec, conn, entraCredential)
@@ -118,6 +139,27 @@ func openSettingsSource(ctx context.Context, spec string) (settings.Source, erro
 		return &settings.Conditional{Name: settings.Redact(spec), Get: b.Get}, nil
 	}
 	return settings.Open(spec, os.LookupEnv)
+}
+
+// appConfiguration is the App Configuration store at endpoint, with the
+// key prefix (SettingsKeyPrefix) and label (SettingsLabel) the environment
+// gives.
+func appConfiguration(endpoint string, authorize func(context.Context, *http.Request) error) *settings.AppConfiguration {
+	a := &settings.AppConfiguration{Endpoint: endpoint, Prefix: settings.DefaultPrefix, Authorize: authorize}
+	if v, ok := lookup(settings.PrefixSetting); ok && v != "" {
+		a.Prefix = v
+	}
+	a.Label, _ = lookup(settings.LabelSetting)
+	return a
+}
+
+// hostOf is the host of a URL, or "".
+func hostOf(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return ""
+	}
+	return u.Hostname()
 }
 
 func lookup(name string) (string, bool) {

@@ -48,7 +48,7 @@ func ParseDocument(b []byte) (map[string]string, error) {
 			return nil, fmt.Errorf("settings document: setting %s: %v", quoteKey(name), err)
 		}
 		switch {
-		case name == SourceSetting || name == RefreshSetting || name == OptionalSetting:
+		case name == SourceSetting || name == RefreshSetting || name == OptionalSetting || name == PrefixSetting || name == LabelSetting:
 			return nil, fmt.Errorf("settings document: setting %s: set it in the environment; a source cannot move itself", name)
 		case !slices.Contains(known, name):
 			return nil, fmt.Errorf("settings document: unknown setting %s", quoteKey(name))

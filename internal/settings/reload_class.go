@@ -62,6 +62,8 @@ var Classes = map[string]Class{
 	SourceSetting:   Cold,
 	RefreshSetting:  Cold,
 	OptionalSetting: Cold,
+	PrefixSetting:   Cold,
+	LabelSetting:    Cold,
 }
 
 // Secret settings carry a credential: the settings view never shows their

@@ -21,7 +21,7 @@ import (
 // TestEverySettingHasAClass: every setting of core.Settings is WARM or
 // COLD, and the table names no setting that does not exist.
 func TestEverySettingHasAClass(t *testing.T) {
-	names := map[string]bool{SourceSetting: true, RefreshSetting: true, OptionalSetting: true}
+	names := map[string]bool{SourceSetting: true, RefreshSetting: true, OptionalSetting: true, PrefixSetting: true, LabelSetting: true}
 	for _, n := range Names() {
 		names[n] = true
 		if c, ok := Classes[n]; !ok || (c != Warm && c != Cold) {

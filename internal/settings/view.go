@@ -78,7 +78,7 @@ func (r *Reloader) View() View {
 			sv.LastRefresh = r.refresh.UTC().Format(time.RFC3339Nano)
 		}
 		v.Source = sv
-		for _, name := range []string{RefreshSetting, OptionalSetting} {
+		for _, name := range []string{RefreshSetting, OptionalSetting, PrefixSetting, LabelSetting} {
 			if val, ok := env(name); ok {
 				v.Settings[name] = Setting{Value: val, From: "environment", Reload: Cold}
 			}
