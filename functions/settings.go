@@ -136,7 +136,11 @@ func openSettingsSource(ctx context.Context, spec string) (settings.Source, erro
 		if err != nil {
 			return nil, err
 		}
-		return &settings.Conditional{Name: settings.Redact(spec), Get: b.Get}, nil
+		var secrets []string
+		if u, err := url.Parse(spec); err == nil && u.RawQuery != "" {
+			secrets = append(secrets, u.RawQuery, u.Query().Get("sig"), url.QueryEscape(u.Query().Get("sig")))
+		}
+		return &settings.Conditional{Name: settings.Redact(spec), Get: b.Get, Secrets: secrets}, nil
 	}
 	return settings.Open(spec, os.LookupEnv)
 }

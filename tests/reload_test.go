@@ -262,16 +262,35 @@ func reloads(g *Gateway) []map[string]any {
 }
 
 // TestSettingsViewNoSecret: GET /_gateway/settings shows every setting,
-// never the value of one that carries a credential.
+// never the value of one that carries a credential, and neither it nor the
+// log quotes one in an error. An unreachable source with
+// SettingsSourceOptional=true starts the gateway on the environment's
+// settings.
 func TestSettingsViewNoSecret(t *testing.T) {
 	t.Parallel()
 	a := budgetBackend(t, "A")
 	const key = "c2VjcmV0LWFjY291bnQta2V5LW5ldmVyLXNob3du"
+	const sig = "c2FzLXNpZ25hdHVyZS1uZXZlci1zaG93bg"
+	// The settings that carry a credential: the storage connection string,
+	// and a settings source whose URL carries a SAS (unreachable here, so
+	// its error, which quotes the URL, is in the view too).
 	g := StartGateway(t, map[string]string{"Hosts": a.URL,
-		"AzureWebJobsStorage": "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=" + key + ";EndpointSuffix=core.windows.net"})
+		"AzureWebJobsStorage":    "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=" + key + ";EndpointSuffix=core.windows.net",
+		"SettingsSource":         "http://127.0.0.1:1/acct/settings/gateway.json?sv=2022-11-02&sp=r&sig=" + sig,
+		"SettingsSourceOptional": "true"})
 	v, body := getSettingsView(t, g)
-	if strings.Contains(body, key) || strings.Contains(body, "AccountKey") {
-		t.Errorf("the settings view shows a secret:\n%s", body)
+	for _, secret := range []string{key, "AccountKey", sig} {
+		if strings.Contains(body, secret) {
+			t.Errorf("the settings view shows a secret (%s):\n%s", secret, body)
+		}
+		for _, l := range g.logs.Lines() {
+			if strings.Contains(l, secret) {
+				t.Errorf("a log line shows a secret (%s): %s", secret, l)
+			}
+		}
+	}
+	if v.Source == nil || v.Source.LastError == "" || v.Source.Failed != 1 {
+		t.Errorf("an unreachable optional source: %+v; want its error and settings_refresh_failed 1", v.Source)
 	}
 	if s := v.Settings["AzureWebJobsStorage"]; s.Value == "" || s.From != "environment" || s.Reload != "COLD" {
 		t.Errorf("AzureWebJobsStorage in the view: %+v; want it shown as set, from the environment, COLD", s)

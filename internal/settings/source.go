@@ -2,6 +2,7 @@ package settings
 
 import (
 	"context"
+	"errors"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -128,6 +129,9 @@ type Conditional struct {
 	// Name is the source as the settings view shows it (no secret).
 	Name string
 	Get  func(ctx context.Context, etag string) (body []byte, etag2 string, notModified bool, err error)
+	// Secrets are removed from the errors Get returns (a SAS in the URL,
+	// which an HTTP client's error quotes).
+	Secrets []string
 }
 
 func (c *Conditional) String() string { return c.Name }
@@ -136,7 +140,7 @@ func (c *Conditional) Read(ctx context.Context, have string) (*Document, error) 
 	b, etag, notModified, err := c.Get(ctx, have)
 	switch {
 	case err != nil:
-		return nil, err
+		return nil, scrub(err, c.Secrets)
 	case notModified || (have != "" && etag == have):
 		return nil, nil
 	}
@@ -145,4 +149,19 @@ func (c *Conditional) Read(ctx context.Context, have string) (*Document, error) 
 		return nil, &DocumentError{Version: etag, Err: err}
 	}
 	return &Document{Values: vals, Version: etag}, nil
+}
+
+// scrub removes each of secrets from err's text.
+func scrub(err error, secrets []string) error {
+	msg := err.Error()
+	changed := false
+	for _, s := range secrets {
+		if s != "" && strings.Contains(msg, s) {
+			msg, changed = strings.ReplaceAll(msg, s, "(secret)"), true
+		}
+	}
+	if !changed {
+		return err
+	}
+	return errors.New(msg)
 }
