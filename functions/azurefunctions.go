@@ -35,7 +35,7 @@ func runAzureFunctions(ctx context.Context, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	s, limit, err := loadSettings(lim.Invocation)
+	s, limit, reloader, err := openSettings(ctx, lim.Invocation, logger)
 	if err != nil {
 		return err
 	}
@@ -57,6 +57,7 @@ func runAzureFunctions(ctx context.Context, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	gw.serveSettings(reloader)
 	srv := &azurefunctions.Server{
 		Addr:    net.JoinHostPort("127.0.0.1", strings.TrimSpace(port)),
 		Gateway: gw.handler,
@@ -95,6 +96,7 @@ func runAzureFunctions(ctx context.Context, logger *slog.Logger) error {
 		slog.Int64("memoryLimitBytes", gc.Limit))
 	var g group
 	addServer(&g, ctx, srv.Run, gw, logger)
+	addUntilInterrupted(&g, ctx, reloader.Run)
 	return g.Run()
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"fngateway/core"
+	"fngateway/internal/settings"
 )
 
 // runExplain is `functions explain [flags]`: it prints the budget timeline
@@ -19,7 +21,41 @@ import (
 // then from the environment (the app settings of docs/settings.md#settings), then from
 // the contract's defaults.
 func runExplain(args []string, stdout, stderr io.Writer) int {
-	return explainCmd(args, os.LookupEnv, time.Now(), stdout, stderr)
+	env, err := explainEnv(context.Background(), os.LookupEnv)
+	if err != nil {
+		fmt.Fprintf(stderr, "explain: %v\n", err)
+		return 2
+	}
+	return explainCmd(args, env, time.Now(), stdout, stderr)
+}
+
+// explainEnv is the environment with, when SettingsSource names a source,
+// its document laid over it: the settings a gateway started now would
+// have in force.
+func explainEnv(ctx context.Context, env func(string) (string, bool)) (func(string) (string, bool), error) {
+	spec, ok := env(settings.SourceSetting)
+	if !ok || strings.TrimSpace(spec) == "" {
+		return env, nil
+	}
+	src, err := openSettingsSource(ctx, strings.TrimSpace(spec))
+	if err != nil {
+		return nil, &core.SettingError{Name: settings.SourceSetting, Value: settings.Redact(spec), Want: err.Error()}
+	}
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	doc, err := src.Read(rctx, "")
+	if err != nil {
+		return nil, &core.SettingError{Name: settings.SourceSetting, Value: src.String(), Want: "cannot read it: " + err.Error()}
+	}
+	if doc == nil {
+		doc = &settings.Document{}
+	}
+	return func(name string) (string, bool) {
+		if v, ok := doc.Values[name]; ok {
+			return v, true
+		}
+		return env(name)
+	}, nil
 }
 
 // explainUsage is printed above the flags by `functions explain -h`.

@@ -32,7 +32,7 @@ func runLambda(ctx context.Context, logger *slog.Logger) error {
 		}
 		hostLimit = time.Duration(n) * time.Second
 	}
-	s, limit, err := loadSettings(hostLimit)
+	s, limit, reloader, err := openSettings(ctx, hostLimit, logger)
 	if err != nil {
 		return err
 	}
@@ -40,6 +40,7 @@ func runLambda(ctx context.Context, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	gw.serveSettings(reloader)
 	h := &lambda.Handler{HTTP: gw.handler, InvokeMode: s.InvokeMode, Limit: s.FunctionTimeoutSecs.D(), Logger: logger}
 	if limit == 0 {
 		// Lambda does not tell a function its timeout before an invocation:
@@ -63,5 +64,7 @@ func runLambda(ctx context.Context, logger *slog.Logger) error {
 	var g group
 	// The runtime loop has no stop: the Lambda service ends the process.
 	g.Add(func() error { lambda.Start(h); return nil }, func(error) {})
+	// Polled between invocations too: a frozen process catches up on thaw.
+	addUntilInterrupted(&g, ctx, reloader.Run)
 	return g.Run()
 }

@@ -107,7 +107,7 @@ func runLocal(ctx context.Context, demo bool, logger *slog.Logger, stderr io.Wri
 		d.setEnv()
 		demoBackends = d
 	}
-	s, limit, err := loadSettings(0)
+	s, limit, reloader, err := openSettings(ctx, 0, logger)
 	if err != nil {
 		return err
 	}
@@ -115,6 +115,7 @@ func runLocal(ctx context.Context, demo bool, logger *slog.Logger, stderr io.Wri
 	if err != nil {
 		return err
 	}
+	gw.serveSettings(reloader)
 	ln, err := net.Listen("tcp", s.ListenAddr)
 	if err != nil {
 		// Nothing is left behind: the store directory this start created
@@ -130,6 +131,7 @@ func runLocal(ctx context.Context, demo bool, logger *slog.Logger, stderr io.Wri
 		}}
 	var g group
 	addServer(&g, ctx, srv.Run, gw, logger)
+	addUntilInterrupted(&g, ctx, reloader.Run)
 	if gw.async != nil {
 		w := localWorker(s, gw.async, limit, logger)
 		addUntilInterrupted(&g, ctx, w.Run)
@@ -184,8 +186,11 @@ func addUntilInterrupted(g *group, ctx context.Context, run func(context.Context
 type gateway struct {
 	// handler is what the host serves: api, wrapped by the telemetry.
 	handler http.Handler
-	// api is the gateway's HTTP face.
+	// api is the gateway's HTTP face as assembled.
 	api *httpapi.Handler
+	// live serves with api, or with the copy of it a settings reload
+	// swapped in.
+	live *httpapi.Live
 	// async runs continuations; nil with AsyncModeEnabled=false.
 	async *async.Async
 	// files is the embedded store (AsyncStore=file:), which sweeps what
@@ -259,8 +264,10 @@ func assemble(ctx context.Context, s *core.Settings, host core.HostCaps, logger 
 	if err != nil {
 		return nil, err
 	}
+	gw.live = httpapi.NewLive(h)
+	gw.handler = gw.live
 	if tel != nil {
-		gw.handler, gw.telemetry = tel.Handler(h), tel
+		gw.handler, gw.telemetry = tel.Handler(gw.live), tel
 	}
 	return gw, nil
 }

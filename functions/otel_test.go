@@ -42,7 +42,7 @@ func TestTelemetryOnlyWithEndpoint(t *testing.T) {
 				defer cancel()
 				gw.drain(ctx)
 			}()
-			_, plain := gw.handler.(*httpapi.Handler)
+			_, plain := gw.handler.(*httpapi.Live) // not wrapped by the telemetry
 			on := gw.telemetry != nil && gw.api.Forwarder.Observer != nil && !plain
 			if on != tc.on || (!tc.on && (gw.telemetry != nil || gw.api.Forwarder.Observer != nil || !plain)) {
 				t.Errorf("telemetry on = %v (telemetry %v, observer %v, plain handler %v); want %v",

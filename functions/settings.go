@@ -1,16 +1,19 @@
 package main
 
 import (
-	"errors"
+	"context"
 	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
 	"os"
-	"reflect"
 	"strings"
 	"time"
 
-	"github.com/kelseyhightower/envconfig"
-
 	"fngateway/core"
+	"fngateway/infra/aws"
+	"fngateway/infra/azure"
+	"fngateway/internal/settings"
 )
 
 // loadSettings reads the app settings from the environment, as docs/settings.md#settings
@@ -18,60 +21,149 @@ import (
 // imposes (hostLimit, zero for none). The error is one line naming the
 // setting, its value and what is expected.
 func loadSettings(hostLimit time.Duration) (*core.Settings, time.Duration, error) {
-	var s core.Settings
-	// envconfig looks names up in upper case; the settings are mixed case
-	// (Hosts, DefaultTTLSecs) as the seed proxy names them, so mirror each
-	// given setting under its upper-case name first.
-	t := reflect.TypeOf(s)
-	for i := range t.NumField() {
-		name := t.Field(i).Name
-		up := strings.ToUpper(name)
-		v, ok := os.LookupEnv(name)
-		if !ok || up == name {
-			continue
-		}
-		if other, set := os.LookupEnv(up); set && other != v {
-			return nil, 0, &core.SettingError{Name: name, Value: v, Want: fmt.Sprintf("want one value: %s is also set, to %q", up, other)}
-		}
-		os.Setenv(up, v)
-	}
-	if v, ok := lookup("Hosts"); !ok || strings.TrimSpace(v) == "" {
-		return nil, 0, &core.SettingError{Name: "Hosts", Value: v, Want: "want one or more comma-separated backend base URLs (required)"}
-	}
-	if err := envconfig.Process("", &s); err != nil {
-		var pe *envconfig.ParseError
-		if errors.As(err, &pe) {
-			return nil, 0, &core.SettingError{Name: pe.FieldName, Value: pe.Value, Want: pe.Err.Error()}
-		}
-		return nil, 0, fmt.Errorf("settings: %w", err)
-	}
-	limit := hostLimit
-	if s.FunctionTimeoutSecs > 0 {
-		if hostLimit > 0 && s.FunctionTimeoutSecs.D() > hostLimit {
-			return nil, 0, &core.SettingError{Name: "FunctionTimeoutSecs", Value: fmt.Sprint(s.FunctionTimeoutSecs.D().Seconds()),
-				Want: fmt.Sprintf("want at most the host's own limit of %s", hostLimit)}
-		}
-		limit = s.FunctionTimeoutSecs.D()
-	}
-	explicit := func(name string) bool { _, ok := lookup(name); return ok }
-	if err := s.Validate(limit, explicit); err != nil {
+	rules, err := settingsRules(hostLimit)
+	if err != nil {
 		return nil, 0, err
 	}
+	env := settings.EnvLookup(os.LookupEnv)
+	s, errs := settings.Decode(env, os.LookupEnv)
+	if len(errs) > 0 {
+		return nil, 0, errs[0]
+	}
+	limit, err := rules.Check(s, env)
+	if err != nil {
+		return nil, 0, err
+	}
+	return s, limit, nil
+}
+
+// settingsRules are what the settings are held against beside their own
+// syntax, at start-up and at every reload: the host's execution limit and
+// the memory the body budgets may use. Finding the memory tunes the
+// collector (GOGC, GOMEMLIMIT).
+func settingsRules(hostLimit time.Duration) (settings.Rules, error) {
 	// The body budgets are held against what the collector may use: the
 	// soft memory limit, not all of the host's memory.
 	mem, source, err := hostMemory(lookup)
 	if err != nil {
-		return nil, 0, err
+		return settings.Rules{}, err
 	}
 	gc, err := tuneGC(os.LookupEnv, mem, source)
 	if err != nil {
-		return nil, 0, err
+		return settings.Rules{}, err
 	}
-	bound, boundSource := gc.bodyBound(mem, source)
-	if err := s.CheckMemory(bound, boundSource, explicit); err != nil {
-		return nil, 0, err
+	rules := settings.Rules{HostLimit: hostLimit}
+	rules.MemBound, rules.MemSource = gc.bodyBound(mem, source)
+	return rules, nil
+}
+
+// openSettings reads the settings in force at start-up: the environment
+// and, when SettingsSource names a source, its document laid over it. The
+// Reloader it returns keeps them: its Run polls the source.
+func openSettings(ctx context.Context, hostLimit time.Duration, logger *slog.Logger) (*core.Settings, time.Duration, *settings.Reloader, error) {
+	rules, err := settingsRules(hostLimit)
+	if err != nil {
+		return nil, 0, nil, err
 	}
-	return &s, limit, nil
+	r := &settings.Reloader{Env: os.LookupEnv, Rules: rules, Logger: logger, Interval: 30 * time.Second}
+	if spec, ok := lookup(settings.SourceSetting); ok && strings.TrimSpace(spec) != "" {
+		src, err := openSettingsSource(ctx, strings.TrimSpace(spec))
+		if err != nil {
+			return nil, 0, nil, &core.SettingError{Name: settings.SourceSetting, Value: settings.Redact(spec), Want: err.Error()}
+		}
+		r.Source = src
+		if v, ok := lookup(settings.RefreshSetting); ok {
+			if r.Interval, err = settings.ParseRefresh(strings.TrimSpace(v)); err != nil {
+				return nil, 0, nil, err
+			}
+		}
+		if v, ok := lookup(settings.OptionalSetting); ok {
+			var b core.Bool
+			if err := b.Decode(v); err != nil {
+				return nil, 0, nil, &core.SettingError{Name: settings.OptionalSetting, Value: v, Want: err.Error()}
+			}
+			r.Optional = bool(b)
+		}
+	}
+	s, limit, err := r.Start(ctx)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	return s, limit, r, nil
+}
+
+// openSettingsSource opens the source SettingsSource names: a document in
+// S3 (the SDK's default chain: the function role, AWS_REGION,
+// AWS_ENDPOINT_URL_S3) or in Blob storage (a SAS in the URL, the account
+// key of AzureWebJobsStorage for the same account, or the managed
+// identity), or what internal/settings opens itself (file:).
+func openSettingsSource(ctx context.Context, spec string) (settings.Source, error) {
+	switch {
+	case strings.HasPrefix(spec, "s3://"):
+		obj, err := aws.NewSettingsObject(aws.Config{}, spec) // checks the location before any credential
+		if err != nil {
+			return nil, err
+		}
+		cfg, err := awsConfig(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if obj, err = aws.NewSettingsObject(cfg, spec); err != nil {
+			return nil, err
+		}
+		return &settings.Conditional{Name: spec, Get: obj.Get}, nil
+	case strings.Contains(spec, "Endpoint=") && strings.Contains(spec, "Secret="):
+		// An App Configuration access key: for development, as the
+		// service's own connection strings.
+		endpoint, id, secret, err := settings.ParseAppConfigConnectionString(spec)
+		if err != nil {
+			return nil, err
+		}
+		return appConfiguration(endpoint, settings.HMACSigner(id, secret, time.Now)), nil
+	case strings.HasPrefix(spec, "https://") && strings.HasSuffix(strings.TrimRight(hostOf(spec), "."), ".azconfig.io"):
+		// An App Configuration store, read with the managed identity (App
+		// Configuration Data Reader).
+		cred, err := entraCredential()
+		if err != nil {
+			return nil, fmt.Errorf("App Configuration credential: %w", err)
+		}
+		endpoint := strings.TrimRight(spec, "/")
+		auth := azure.NewTokenAuthorizer(cred, endpoint+"/.default")
+		return appConfiguration(endpoint, func(ctx context.Context, r *http.Request) error { return auth.Authorize(ctx, r, nil, false) }), nil
+	case strings.HasPrefix(spec, "https://") || strings.HasPrefix(spec, "http://"):
+		conn, _ := lookup("AzureWebJobsStorage")
+		b, err := azure.NewSettingsBlob(spec, conn, entraCredential)
+		if err != nil {
+			return nil, err
+		}
+		var secrets []string
+		if u, err := url.Parse(spec); err == nil && u.RawQuery != "" {
+			secrets = append(secrets, u.RawQuery, u.Query().Get("sig"), url.QueryEscape(u.Query().Get("sig")))
+		}
+		return &settings.Conditional{Name: settings.Redact(spec), Get: b.Get, Secrets: secrets}, nil
+	}
+	return settings.Open(spec, os.LookupEnv)
+}
+
+// appConfiguration is the App Configuration store at endpoint, with the
+// key prefix (SettingsKeyPrefix) and label (SettingsLabel) the environment
+// gives.
+func appConfiguration(endpoint string, authorize func(context.Context, *http.Request) error) *settings.AppConfiguration {
+	a := &settings.AppConfiguration{Endpoint: endpoint, Prefix: settings.DefaultPrefix, Authorize: authorize}
+	if v, ok := lookup(settings.PrefixSetting); ok && v != "" {
+		a.Prefix = v
+	}
+	a.Label, _ = lookup(settings.LabelSetting)
+	return a
+}
+
+// hostOf is the host of a URL, or "".
+func hostOf(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return ""
+	}
+	return u.Hostname()
 }
 
 func lookup(name string) (string, bool) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"fngateway/core"
+	"fngateway/internal/settings"
 )
 
 // settingsDoc is the settings reference users read.
@@ -19,6 +20,7 @@ const settingsDoc = "../docs/settings.md"
 type docRow struct {
 	names         []string
 	def, unit     string
+	reload        string
 	line          int
 	nameColumnRaw string
 }
@@ -43,12 +45,13 @@ func readSettingsTable(tb testing.TB) []docRow {
 		case inSection && strings.HasPrefix(line, "|"):
 			inTable = true
 			cells := strings.Split(strings.Trim(line, "|"), "|")
-			if len(cells) < 4 || strings.HasPrefix(strings.TrimSpace(cells[0]), "---") || strings.TrimSpace(cells[0]) == "setting" {
+			if len(cells) < 5 || strings.HasPrefix(strings.TrimSpace(cells[0]), "---") || strings.TrimSpace(cells[0]) == "setting" {
 				continue
 			}
 			r := docRow{
 				def:           strings.Trim(strings.TrimSpace(cells[1]), "`"),
 				unit:          strings.TrimSpace(cells[2]),
+				reload:        strings.TrimSpace(cells[3]),
 				line:          i + 1,
 				nameColumnRaw: cells[0],
 			}
@@ -65,8 +68,10 @@ func readSettingsTable(tb testing.TB) []docRow {
 
 // TestSettingsReferenceMatchesCode keeps docs/settings.md equal to
 // core.Settings: every field has a row, its default is the struct tag's,
-// its unit fits the field's type, and no row names a setting the code does
-// not read (the platform's and OpenTelemetry's own variables aside).
+// its unit fits the field's type, its Reload column is the class
+// internal/settings gives it (settings.Classes), and no row names a setting
+// the code does not read (the platform's and OpenTelemetry's own variables
+// aside, which are read once at start-up: COLD).
 func TestSettingsReferenceMatchesCode(t *testing.T) {
 	rows := readSettingsTable(t)
 	if len(rows) == 0 {
@@ -111,6 +116,12 @@ func TestSettingsReferenceMatchesCode(t *testing.T) {
 		default:
 			unitOK = r.unit != ""
 		}
+		switch class, ok := settings.Classes[f.Name]; {
+		case !ok:
+			t.Errorf("setting %s has no Reload class: add it to settings.Classes (internal/settings/reload_class.go), WARM if a reload may change it between requests, COLD if it binds the process", f.Name)
+		case r.reload != string(class):
+			t.Errorf("%s:%d: %s Reload %q, settings.Classes says %q", settingsDoc, r.line, f.Name, r.reload, class)
+		}
 		if !unitOK {
 			t.Errorf("%s:%d: %s unit %q does not fit its type %s", settingsDoc, r.line, f.Name, r.unit, f.Type.Name())
 		}
@@ -121,7 +132,20 @@ func TestSettingsReferenceMatchesCode(t *testing.T) {
 			t.Errorf("%s:%d: GOGC default %q; the gateway sets %d (gcPercent)", settingsDoc, r.line, r.def, gcPercent)
 		}
 		for _, n := range r.names {
-			if fields[n] || external.MatchString(n) || n == instanceMemorySetting || strings.HasSuffix(n, "…") {
+			if class, ok := settings.Classes[n]; ok && !fields[n] {
+				// The source's own settings.
+				if r.reload != string(class) {
+					t.Errorf("%s:%d: %s Reload %q, settings.Classes says %q", settingsDoc, r.line, n, r.reload, class)
+				}
+				continue
+			}
+			if fields[n] {
+				continue
+			}
+			if external.MatchString(n) || n == instanceMemorySetting || strings.HasSuffix(n, "…") {
+				if r.reload != string(settings.Cold) {
+					t.Errorf("%s:%d: %s Reload %q; the platform's and Go's own variables are read once at start-up: COLD", settingsDoc, r.line, n, r.reload)
+				}
 				continue
 			}
 			t.Errorf("%s:%d: row names %s, which core.Settings does not have", settingsDoc, r.line, n)

@@ -24,37 +24,54 @@ import (
 func upstreamPolicy(ctx context.Context, s *core.Settings, fwd *core.Forwarder) error {
 	fwd.RetryBudget = core.NewRetryBudget(int64(s.RetryBudgetPercent), int64(s.RetryBudgetMinConcurrency))
 	fwd.Ejector = &core.Ejector{}
+	auths, err := routeAuthorizers(ctx, s, nil)
+	if err != nil {
+		return err
+	}
+	fwd.Authorizers = auths
+	return nil
+}
+
+// routeAuthorizers returns an Authorizer for each route auth of s, taking
+// those have already holds (a reload keeps their cached credentials); nil
+// when no route asks for one.
+func routeAuthorizers(ctx context.Context, s *core.Settings, have map[core.BackendAuth]core.Authorizer) (map[core.BackendAuth]core.Authorizer, error) {
+	var out map[core.BackendAuth]core.Authorizer
 	var entra azcore.TokenCredential
 	for _, r := range s.Routes {
 		a := r.Auth
 		if a == nil {
 			continue
 		}
-		if _, done := fwd.Authorizers[*a]; done {
+		if _, done := out[*a]; done {
 			continue
 		}
-		if fwd.Authorizers == nil {
-			fwd.Authorizers = map[core.BackendAuth]core.Authorizer{}
+		if out == nil {
+			out = map[core.BackendAuth]core.Authorizer{}
+		}
+		if az, ok := have[*a]; ok {
+			out[*a] = az
+			continue
 		}
 		switch a.Type {
 		case core.AuthEntra:
 			if entra == nil {
 				cred, err := entraCredential()
 				if err != nil {
-					return fmt.Errorf("route %q auth entra: credential: %w", r.Prefix, err)
+					return nil, fmt.Errorf("route %q auth entra: credential: %w", r.Prefix, err)
 				}
 				entra = cred
 			}
-			fwd.Authorizers[*a] = azure.NewTokenAuthorizer(entra, a.Scope)
+			out[*a] = azure.NewTokenAuthorizer(entra, a.Scope)
 		case core.AuthSigV4:
 			cfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(a.Region))
 			if err != nil {
-				return fmt.Errorf("route %q auth sigv4: AWS configuration: %w", r.Prefix, err)
+				return nil, fmt.Errorf("route %q auth sigv4: AWS configuration: %w", r.Prefix, err)
 			}
-			fwd.Authorizers[*a] = aws.NewSigner(cfg.Credentials, a.Service, a.Region)
+			out[*a] = aws.NewSigner(cfg.Credentials, a.Service, a.Region)
 		}
 	}
-	return nil
+	return out, nil
 }
 
 // entraCredential is the function's Entra ID identity: the managed

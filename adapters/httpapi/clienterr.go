@@ -107,7 +107,7 @@ const (
 // (DefaultClientLogBurst at once, DefaultClientLogRate a second) are
 // dropped and counted; the next line written says how many were dropped
 // before it ("suppressed"). The zero value is ready; safe for concurrent
-// use.
+// use. A nil *ClientLog bounds nothing and counts nothing.
 type ClientLog struct {
 	mu         sync.Mutex
 	tokens     float64
@@ -119,6 +119,9 @@ type ClientLog struct {
 // allow takes a token at now, reporting false (and counting the drop)
 // when there is none, and the drops since the last line allowed.
 func (c *ClientLog) allow(now time.Time) (bool, int64) {
+	if c == nil {
+		return true, 0 // a Handler not Init'ed: unbounded
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.last.IsZero() {
@@ -161,9 +164,14 @@ func (c *ClientLog) Log(ctx context.Context, l *slog.Logger, level slog.Level, m
 }
 
 // Dropped returns the number of lines dropped so far.
-func (c *ClientLog) Dropped() int64 { return c.dropped.Load() }
+func (c *ClientLog) Dropped() int64 {
+	if c == nil {
+		return 0
+	}
+	return c.dropped.Load()
+}
 
 // ClientLog returns the handler's client log, for the host's own
 // client-reachable endpoints (the Azure continuation path) to share its
 // bounds and its count in /_gateway/stats.
-func (h *Handler) ClientLog() *ClientLog { return &h.clientLog }
+func (h *Handler) ClientLog() *ClientLog { return h.clientLog }

@@ -42,10 +42,14 @@ type Handler struct {
 	Blobs http.Handler
 	// Host states what the host running the gateway can do; the zero value is the most restrictive.
 	Host core.HostCaps
+	// SettingsView, if set, serves /_gateway/settings (internal/settings).
+	SettingsView http.Handler
+	// ExtraStats, if set, adds its counters to /_gateway/stats.
+	ExtraStats func() map[string]int64
 
 	router    *core.Router
 	bodies    *core.ByteBudget // MaxBufferedBytes
-	clientLog ClientLog        // the lines a client can cause, bounded
+	clientLog *ClientLog       // the lines a client can cause, bounded
 }
 
 // Init prepares h for serving. A zero Settings.MaxBufferedBytes means the
@@ -59,6 +63,7 @@ func (h *Handler) Init() {
 		budget = core.DefaultSettings().MaxBufferedBytes
 	}
 	h.bodies = core.NewByteBudget(int64(budget))
+	h.clientLog = &ClientLog{}
 	if h.Logger == nil {
 		h.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -83,6 +88,8 @@ func (h *Handler) serveOwn(w http.ResponseWriter, r *http.Request, rest string) 
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	case rest == "stats":
 		writeJSON(w, http.StatusOK, h.statsDoc())
+	case rest == "settings" && h.SettingsView != nil:
+		h.SettingsView.ServeHTTP(w, r)
 	case strings.HasPrefix(rest, "blobs/") && h.Blobs != nil:
 		h.Blobs.ServeHTTP(w, r)
 	case strings.HasPrefix(rest, "async/") && h.Async != nil:

@@ -16,5 +16,10 @@ func (h *Handler) statsDoc() map[string]any {
 	}
 	doc["ejected_hosts"] = ej
 	doc["client_logs_dropped"] = h.clientLog.Dropped()
+	if h.ExtraStats != nil {
+		for k, v := range h.ExtraStats() {
+			doc[k] = v
+		}
+	}
 	return doc
 }

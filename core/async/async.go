@@ -153,6 +153,30 @@ type Async struct {
 
 	// cancels are the continuations running here, told of a Cancel.
 	cancels cancelListeners
+
+	// tuning, once Retune is called, replaces the fields it names.
+	tuning atomic.Pointer[Tuning]
+}
+
+// Tuning is what a reload of the settings changes in a running engine:
+// the forwarder and routes, and the async deadlines. A call that has begun
+// keeps the values it began with.
+type Tuning struct {
+	Forwarder                    *core.Forwarder
+	Router                       *core.Router
+	TTL, Timeout, TriggerTimeout time.Duration
+}
+
+// Retune replaces Forwarder, Router, TTL, Timeout and TriggerTimeout for
+// the calls that begin from now on; it is safe while a serves.
+func (a *Async) Retune(t Tuning) { a.tuning.Store(&t) }
+
+// tuned returns the fields Retune replaces, as they are now.
+func (a *Async) tuned() Tuning {
+	if t := a.tuning.Load(); t != nil {
+		return *t
+	}
+	return Tuning{Forwarder: a.Forwarder, Router: a.Router, TTL: a.TTL, Timeout: a.Timeout, TriggerTimeout: a.TriggerTimeout}
 }
 
 // End is how an async request ended, for OnEnd.

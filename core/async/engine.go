@@ -32,8 +32,9 @@ type engine struct {
 
 // engine returns a's parts and settings, defaults applied.
 func (a *Async) engine() engine {
+	t := a.tuned()
 	e := engine{store: a.Store, queue: a.Queue, records: records{a.Store}, cancels: &a.cancels,
-		fwd: a.Forwarder, router: a.Router, ttl: a.TTL, timeout: a.Timeout, margin: a.Margin, lease: a.Lease,
+		fwd: t.Forwarder, router: t.Router, ttl: t.TTL, timeout: t.Timeout, margin: a.Margin, lease: a.Lease,
 		retryAfter: asyncPoll, scope: a.ScopeHeaders, stats: a.Stats, onError: a.OnError, onEnd: a.OnEnd}
 	e.notes = sender{port: a.Notifier, stats: a.Stats, onError: e.onError}
 	if a.Host.WorkAfterAnswer {
@@ -49,7 +50,7 @@ func (a *Async) engine() engine {
 		e.lease = DefaultLease
 	}
 	// The poll interval: 2 s, or 1 s when attempts are shorter.
-	if a.Timeout > 0 && a.Timeout < asyncPoll {
+	if t.Timeout > 0 && t.Timeout < asyncPoll {
 		e.retryAfter = time.Second
 	}
 	if e.scope == nil {

@@ -76,7 +76,7 @@ func (a *Async) Run(ctx context.Context, req *core.Request, profile *core.Profil
 	}
 	arrival := req.Budget.Arrival
 	req.Budget.TTL = arrival.Add(e.ttl)
-	req.Budget.Timeout = a.Timeout
+	req.Budget.Timeout = e.timeout
 	trigger, atLimit := arrival.Add(a.triggerTimeout()), false
 	if l := req.Budget.Limit; !l.IsZero() && l.Before(trigger) {
 		trigger, atLimit = l, true
@@ -188,8 +188,8 @@ func (a *Async) finishInProcess(ctx context.Context, claim *Claim, work context.
 }
 
 func (a *Async) triggerTimeout() time.Duration {
-	if a.TriggerTimeout > 0 {
-		return a.TriggerTimeout
+	if t := a.tuned().TriggerTimeout; t > 0 {
+		return t
 	}
 	return defaultTriggerTimeout
 }
