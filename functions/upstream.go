@@ -3,15 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 
 	"fngateway/core"
-	"fngateway/infra/aws"
-	"fngateway/infra/azure"
 )
 
 // upstreamPolicy gives fwd the upstream policy of CONTRACT §4: the retry
@@ -24,7 +17,7 @@ import (
 func upstreamPolicy(ctx context.Context, s *core.Settings, fwd *core.Forwarder) error {
 	fwd.RetryBudget = core.NewRetryBudget(int64(s.RetryBudgetPercent), int64(s.RetryBudgetMinConcurrency))
 	fwd.Ejector = &core.Ejector{}
-	var entra azcore.TokenCredential
+	var entra func(scope string) core.Authorizer // one credential for every entra route
 	for _, r := range s.Routes {
 		a := r.Auth
 		if a == nil {
@@ -39,35 +32,20 @@ func upstreamPolicy(ctx context.Context, s *core.Settings, fwd *core.Forwarder) 
 		switch a.Type {
 		case core.AuthEntra:
 			if entra == nil {
-				cred, err := entraCredential()
+				cred, err := newEntraAuthorizers()
 				if err != nil {
 					return fmt.Errorf("route %q auth entra: credential: %w", r.Prefix, err)
 				}
 				entra = cred
 			}
-			fwd.Authorizers[*a] = azure.NewTokenAuthorizer(entra, a.Scope)
+			fwd.Authorizers[*a] = entra(a.Scope)
 		case core.AuthSigV4:
-			cfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(a.Region))
+			signer, err := sigv4Authorizer(ctx, a.Service, a.Region)
 			if err != nil {
-				return fmt.Errorf("route %q auth sigv4: AWS configuration: %w", r.Prefix, err)
+				return fmt.Errorf("route %q auth sigv4: %w", r.Prefix, err)
 			}
-			fwd.Authorizers[*a] = aws.NewSigner(cfg.Credentials, a.Service, a.Region)
+			fwd.Authorizers[*a] = signer
 		}
 	}
 	return nil
-}
-
-// entraCredential is the function's Entra ID identity: the managed
-// identity where the host serves one (App Service and Functions set
-// IDENTITY_ENDPOINT and IDENTITY_HEADER), with the user-assigned client id
-// AZURE_CLIENT_ID when set; the default credential chain elsewhere.
-func entraCredential() (azcore.TokenCredential, error) {
-	if os.Getenv("IDENTITY_ENDPOINT") != "" && os.Getenv("IDENTITY_HEADER") != "" {
-		opts := &azidentity.ManagedIdentityCredentialOptions{}
-		if id := os.Getenv("AZURE_CLIENT_ID"); id != "" {
-			opts.ID = azidentity.ClientID(id)
-		}
-		return azidentity.NewManagedIdentityCredential(opts)
-	}
-	return azidentity.NewDefaultAzureCredential(nil)
 }

@@ -401,4 +401,6 @@ func TestAzurePackageAuthLevel(t *testing.T) {
 	if got, err := gatewayAuthLevel(src); err != nil || got != "anonymous" {
 		t.Errorf("AZURE_AUTH_LEVEL=anonymous builds gateway/function.json with authLevel %q (%v), want anonymous", got, err)
 	}
+	// Built for one cloud (-tags noaws): the AWS SDK is not linked.
+	checkLinked(t, filepath.Join(dist, "azure-functionapp.zip"), "handler", "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob", "github.com/aws/aws-sdk-go-v2", "github.com/aws/smithy-go")
 }
