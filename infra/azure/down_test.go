@@ -12,6 +12,7 @@ import (
 	"fngateway/core/async"
 	"fngateway/infra/azure"
 	"fngateway/internal/emulators"
+	"fngateway/internal/testutil"
 )
 
 // maxAttempts is how many requests the package's retry policy (2 retries,
@@ -50,8 +51,8 @@ func TestAccountDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := testContext(t)
-	key := uniqueName("down") + "/record.json"
+	ctx := testutil.Context(t)
+	key := testutil.UniqueName("down") + "/record.json"
 	v1, err := store.Put(ctx, key, []byte("before"), "")
 	if err != nil {
 		t.Fatalf("Put: %v", err)
@@ -68,7 +69,7 @@ func TestAccountDown(t *testing.T) {
 		{"Get", func(ctx context.Context) error { _, _, err := store.Get(ctx, key); return err }},
 		{"Put", func(ctx context.Context) error { _, err := store.Put(ctx, key, []byte("during"), v1); return err }},
 		{"WriteBlob", func(ctx context.Context) error {
-			return store.WriteBlob(ctx, uniqueName("down")+"/blob", strings.NewReader("during"), "", true)
+			return store.WriteBlob(ctx, testutil.UniqueName("down")+"/blob", strings.NewReader("during"), "", true)
 		}},
 		{"OpenBlob", func(ctx context.Context) error { _, err := store.OpenBlob(ctx, key); return err }},
 		{"Enqueue", func(ctx context.Context) error { return queue.Enqueue(ctx, []byte("during"), 0) }},
@@ -95,7 +96,7 @@ func TestAccountDown(t *testing.T) {
 
 	az.Start(t)
 	// The restart's own deadline: starting Azurite again may take a while.
-	ctx = testContext(t)
+	ctx = testutil.Context(t)
 	data, _, err := store.Get(ctx, key)
 	if err != nil || string(data) != "before" {
 		t.Fatalf("Get after restart = %q, %v; want %q", data, err, "before")
