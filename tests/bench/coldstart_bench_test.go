@@ -52,7 +52,6 @@ func BenchmarkColdStart(b *testing.B) {
 		{"gateway", "../../functions", "lambda.norpc,noazure", map[string]string{"Hosts": backend.URL}},
 		{"forwarder", "../../bench/forwarder", "lambda.norpc", map[string]string{"BACKEND": backend.URL}},
 	}
-	event := functionURLEvent(b)
 	for _, impl := range impls {
 		b.Run("impl="+impl.name, func(b *testing.B) {
 			bin := buildBootstrap(b, impl.pkg, impl.tags)
@@ -65,6 +64,8 @@ func BenchmarkColdStart(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				rie := emulators.StartRIE(b, bin, env)
+				// Stamped now: the gateway's TTL starts at the event's timeEpoch.
+				event := functionURLEvent(b)
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				b.StartTimer()
 				start := time.Now()
@@ -138,7 +139,7 @@ func zipSize(tb testing.TB, bin string) int {
 	return buf.Len()
 }
 
-// functionURLEvent is a Function URL GET / event, stamped now.
+// functionURLEvent is a Function URL GET /small event, stamped now.
 func functionURLEvent(tb testing.TB) []byte {
 	tb.Helper()
 	raw, err := os.ReadFile("../testdata/lambda/lambda-urls-request.json")
