@@ -21,7 +21,7 @@ import (
 )
 
 // rieReadyTimeout bounds the wait for the emulator to listen.
-const rieReadyTimeout = 60 * time.Second // room for a loaded 2-core machine
+const rieReadyTimeout = 3 * time.Minute // liveness only: an exit ends the wait at once; room for a loaded 2-core machine
 
 // rieLogLimit bounds the output an RIE keeps (all of it, for assertions
 // such as "never reported a timeout").
