@@ -3,6 +3,7 @@ package bench
 import (
 	"archive/zip"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -35,7 +36,9 @@ import (
 // up to its first answer, which a load on the machine does not inflate as
 // it does the clock (and which is what a Lambda with a fraction of a core
 // waits for); zip-bytes is the size of the deployment zip.
-// Medians of the ops. Run alone with `make bench-coldstart`.
+// Medians of the ops. Run alone with `make bench-coldstart`;
+// COLDSTART_GATEWAY_TAGS builds the gateway with other tags (lambda.norpc
+// alone: both clouds' SDKs, as the package was built before).
 func BenchmarkColdStart(b *testing.B) {
 	if _, err := exec.LookPath("aws-lambda-rie"); err != nil {
 		b.Fatalf("aws-lambda-rie not found on PATH: %v; `make bench-coldstart` installs it into .tools/bin", err)
@@ -49,7 +52,7 @@ func BenchmarkColdStart(b *testing.B) {
 		name, pkg, tags string
 		env             map[string]string
 	}{
-		{"gateway", "../../functions", "lambda.norpc,noazure", map[string]string{"Hosts": backend.URL}},
+		{"gateway", "../../functions", cmp.Or(os.Getenv("COLDSTART_GATEWAY_TAGS"), "lambda.norpc,noazure"), map[string]string{"Hosts": backend.URL}},
 		{"forwarder", "../../bench/forwarder", "lambda.norpc", map[string]string{"BACKEND": backend.URL}},
 	}
 	for _, impl := range impls {
