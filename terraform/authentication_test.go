@@ -2,6 +2,7 @@ package terraform
 
 import (
 	"archive/zip"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
@@ -407,9 +409,12 @@ func TestAzurePackageAuthLevel(t *testing.T) {
 	// What needs the AWS SDK stops the start-up with one line naming the
 	// setting and the build.
 	if runtime.GOOS == "linux" && runtime.GOARCH == "amd64" {
-		cmd := exec.Command(filepath.Join(dist, "azure-functionapp", "handler"))
-		cmd.Env = []string{"Hosts=http://127.0.0.1:1", "AsyncStore=s3://bucket", "AsyncQueue=https://sqs.eu-west-1.amazonaws.com/123456789012/q",
-			"ListenAddr=127.0.0.1:0", "AWS_REGION=eu-west-1"}
+		// Liveness only: the handler stops at once, before it listens.
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, filepath.Join(dist, "azure-functionapp", "handler"))
+		cmd.Env = []string{"Hosts=http://127.0.0.1:1", "AsyncModeEnabled=true", "AsyncStore=s3://bucket",
+			"AsyncQueue=https://sqs.eu-west-1.amazonaws.com/123456789012/q", "ListenAddr=127.0.0.1:0", "AWS_REGION=eu-west-1"}
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		err := cmd.Run()
