@@ -67,7 +67,7 @@ package-azure:
 	@case "$(AZURE_AUTH_LEVEL)" in function|anonymous) ;; *) echo "package-azure: AZURE_AUTH_LEVEL=$(AZURE_AUTH_LEVEL): want function or anonymous (the Azure module's package_auth_level output)"; exit 1;; esac
 	rm -rf $(AZURE_APP) $(AZURE_APP).zip
 	mkdir -p $(AZURE_APP)/gateway $(AZURE_APP)/continuation
-	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -tags lambda.norpc -trimpath -ldflags='-s -w' -o $(AZURE_APP)/handler ./functions
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -tags lambda.norpc,noaws -trimpath -ldflags='-s -w' -o $(AZURE_APP)/handler ./functions
 	cp functions/host.json $(AZURE_APP)/
 	sed 's/"authLevel": "function"/"authLevel": "$(AZURE_AUTH_LEVEL)"/' functions/gateway/function.json > $(AZURE_APP)/gateway/function.json
 	grep -q '"authLevel": "$(AZURE_AUTH_LEVEL)"' $(AZURE_APP)/gateway/function.json
@@ -174,7 +174,7 @@ AWS_DIST ?= dist
 package-aws:
 	@test -n "$(GOARCH_LAMBDA)" || { echo "package-aws: no architecture default in terraform/aws/variables.tf"; exit 1; }
 	rm -rf $(AWS_DIST)/aws-lambda && mkdir -p $(AWS_DIST)/aws-lambda
-	CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH_LAMBDA) go build -tags lambda.norpc -trimpath -ldflags='-s -w' \
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH_LAMBDA) go build -tags lambda.norpc,noazure -trimpath -ldflags='-s -w' \
 		-o $(AWS_DIST)/aws-lambda/bootstrap ./functions
 	rm -f $(AWS_DIST)/aws-lambda.zip
 	cd $(AWS_DIST)/aws-lambda && zip -q -X ../aws-lambda.zip bootstrap
@@ -217,11 +217,18 @@ python-azure:
 ## bench: gateway vs bare httputil.ReverseProxy, deadline lateness, async hand-off.
 ## Installs only what the benchmarks use: benchstat, and Node 22 with Azurite
 ## (BenchmarkAsyncHandoff/store=azurite), not every tool of make test.
-bench: $(TOOLS)/bin/benchstat $(NODE_STAMP)
+bench: $(TOOLS)/bin/benchstat $(TOOLS)/bin/aws-lambda-rie $(NODE_STAMP)
 	go test -run '^$$' -bench . -benchmem -count 6 -timeout 30m ./tests/bench/ | tee bench/last.txt
 	benchstat bench/last.txt
 	@echo; echo "gateway vs bare httputil.ReverseProxy (and direct):"
 	benchstat -filter '/impl:(bare OR gateway OR direct)' -col /impl bench/last.txt
+
+## bench-coldstart: the Lambda package's cold start against a minimal aws-lambda-go forwarder
+## (BenchmarkColdStart: fresh emulators, first invocation, package initialisation, zip size).
+.PHONY: bench-coldstart
+bench-coldstart: $(TOOLS)/bin/benchstat $(TOOLS)/bin/aws-lambda-rie
+	go test -run '^$$' -bench '^BenchmarkColdStart$$' -benchtime 8x -count 6 -timeout 30m ./tests/bench/ | tee bench/coldstart.txt
+	benchstat -col /impl bench/coldstart.txt
 
 ## bench-wrk: requests/s of the gateway and a bare httputil.ReverseProxy, side by side (wrk -t2 -c32).
 bench-wrk: /usr/bin/wrk

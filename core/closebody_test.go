@@ -13,6 +13,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"fngateway/internal/testutil"
 )
 
 // lagConn is a backend connection whose first Close takes an hour of the
@@ -99,7 +101,7 @@ func forwardPipe(t *testing.T, tr http.RoundTripper, method, path string, attemp
 	now := time.Now()
 	p, q, _ := strings.Cut(path, "?")
 	res, err := (&Forwarder{Transport: tr}).Forward(t.Context(), &Request{Method: method, Path: p, RawQuery: q, Header: http.Header{},
-		Route: &Route{Hosts: mustHosts(t, "backend"), MaxAttempts: attempts},
+		Route: &Route{Hosts: testutil.Hosts(t, "backend"), MaxAttempts: attempts},
 		// Time beyond a lagging Close (an hour), which the gateway waits for.
 		Budget: Budget{Arrival: now, TTL: now.Add(3 * time.Hour), Timeout: 3 * time.Hour}})
 	if err != nil {

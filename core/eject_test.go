@@ -8,6 +8,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"fngateway/internal/testutil"
 )
 
 // TestEjection walks an ejection timeline with exact times: three hosts,
@@ -25,7 +27,7 @@ func TestEjection(t *testing.T) {
 		stats := &Stats{}
 		ej := &Ejector{}
 		f := &Forwarder{Transport: stub, Stats: stats, Ejector: ej}
-		route := &Route{Prefix: "/", Hosts: mustHosts(t, "a", "b", "c"), MaxAttempts: 3, EjectAfterFailures: 2, EjectFor: 10 * time.Second}
+		route := &Route{Prefix: "/", Hosts: testutil.Hosts(t, "a", "b", "c"), MaxAttempts: 3, EjectAfterFailures: 2, EjectFor: 10 * time.Second}
 		do := func() (time.Duration, string, string) {
 			t.Helper()
 			now := time.Now()
@@ -99,7 +101,7 @@ func TestEjectionOnlyHost(t *testing.T) {
 		}}
 		ej := &Ejector{}
 		f := &Forwarder{Transport: stub, Ejector: ej}
-		route := &Route{Prefix: "/only", Hosts: mustHosts(t, "a"), MaxAttempts: 1, EjectAfterFailures: 2, EjectFor: time.Minute}
+		route := &Route{Prefix: "/only", Hosts: testutil.Hosts(t, "a"), MaxAttempts: 1, EjectAfterFailures: 2, EjectFor: time.Minute}
 		do := func() Reason {
 			now := time.Now()
 			res, err := f.Forward(context.Background(), &Request{Method: "GET", Path: "/", Header: http.Header{}, Route: route,
@@ -130,7 +132,7 @@ func TestEjectionOnlyHost(t *testing.T) {
 // TestEjectionOff: ejectAfterFailures 0 (stored as -1) never ejects.
 func TestEjectionOff(t *testing.T) {
 	ej := &Ejector{}
-	route := &Route{Prefix: "/", Hosts: mustHosts(t, "a", "b"), EjectAfterFailures: -1}
+	route := &Route{Prefix: "/", Hosts: testutil.Hosts(t, "a", "b"), EjectAfterFailures: -1}
 	for range 10 {
 		ej.record(route, route.Hosts[0], &Attempt{Outcome: OutcomeConnectError}, time.Now())
 	}
@@ -170,7 +172,7 @@ func TestRetryBudgetFlood(t *testing.T) {
 		stats := &Stats{}
 		budget := NewRetryBudget(20, 3)
 		f := &Forwarder{Transport: stub, Stats: stats, RetryBudget: budget}
-		route := &Route{Prefix: "/", Hosts: mustHosts(t, "a", "b"), MaxAttempts: 2}
+		route := &Route{Prefix: "/", Hosts: testutil.Hosts(t, "a", "b"), MaxAttempts: 2}
 		var wg sync.WaitGroup
 		for i := range n {
 			wg.Go(func() {

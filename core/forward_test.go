@@ -16,6 +16,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"fngateway/internal/testutil"
 )
 
 // stubRT is a RoundTripper whose behaviour is a function of the host and
@@ -59,19 +61,6 @@ func refused() error {
 func hang(_ string, r *http.Request) (*http.Response, error) {
 	<-r.Context().Done()
 	return nil, r.Context().Err()
-}
-
-func mustHosts(tb testing.TB, hs ...string) HostList {
-	tb.Helper()
-	var out HostList
-	for _, h := range hs {
-		u, err := url.Parse("http://" + h)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		out = append(out, u)
-	}
-	return out
 }
 
 type fwdCase struct {
@@ -183,7 +172,7 @@ func runForwardCase(t *testing.T, tt fwdCase) {
 	stub := &stubRT{fn: tt.rt}
 	stats := &Stats{}
 	f := &Forwarder{Transport: stub, BackoffBase: tt.backoff, Stats: stats}
-	hosts := mustHosts(t, tt.hosts...)
+	hosts := testutil.Hosts(t, tt.hosts...)
 	route := &Route{Prefix: "/", Hosts: hosts, MaxAttempts: tt.maxAttempts}
 	if route.MaxAttempts == 0 {
 		route.MaxAttempts = len(hosts)
@@ -265,7 +254,7 @@ func TestForwardCancelsUpstream(t *testing.T) {
 		}}
 		f := &Forwarder{Transport: stub}
 		req := &Request{Method: "GET", Path: "/", Header: http.Header{},
-			Route:  &Route{Hosts: mustHosts(t, "a"), MaxAttempts: 1},
+			Route:  &Route{Hosts: testutil.Hosts(t, "a"), MaxAttempts: 1},
 			Budget: Budget{Arrival: start, TTL: start.Add(time.Second), Timeout: time.Minute}}
 		_, err := f.Forward(context.Background(), req)
 		if ReasonOf(err) != ReasonTTLExpired {
@@ -283,7 +272,7 @@ func TestForwardExpiredBeforeAttempt(t *testing.T) {
 		stub := &stubRT{fn: hang}
 		f := &Forwarder{Transport: stub}
 		req := &Request{Method: "GET", Path: "/", Header: http.Header{},
-			Route:  &Route{Hosts: mustHosts(t, "a"), MaxAttempts: 1},
+			Route:  &Route{Hosts: testutil.Hosts(t, "a"), MaxAttempts: 1},
 			Budget: Budget{Arrival: now, TTL: now, Timeout: time.Second}}
 		_, err := f.Forward(context.Background(), req)
 		var ge *Error
@@ -304,7 +293,7 @@ func TestForwardClientGone(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(300*time.Millisecond, cancel)
 		req := &Request{Method: "GET", Path: "/", Header: http.Header{},
-			Route:  &Route{Hosts: mustHosts(t, "a", "b"), MaxAttempts: 2},
+			Route:  &Route{Hosts: testutil.Hosts(t, "a", "b"), MaxAttempts: 2},
 			Budget: Budget{Arrival: now, TTL: now.Add(10 * time.Second), Timeout: time.Second}}
 		_, err := f.Forward(ctx, req)
 		if ReasonOf(err) != ReasonClientGone {
@@ -375,7 +364,7 @@ func TestForwardStream(t *testing.T) {
 				stats := &Stats{}
 				f := &Forwarder{Transport: stub, Stats: stats}
 				req := &Request{Method: "GET", Path: "/", Header: http.Header{},
-					Route:  &Route{Hosts: mustHosts(t, "a"), MaxAttempts: 1, IdleTimeout: tt.idle, FirstByteTimeout: tt.idle},
+					Route:  &Route{Hosts: testutil.Hosts(t, "a"), MaxAttempts: 1, IdleTimeout: tt.idle, FirstByteTimeout: tt.idle},
 					Budget: Budget{Arrival: start, TTL: start.Add(time.Second), Timeout: time.Second}}
 				res, err := f.Forward(context.Background(), req)
 				if err != nil {
@@ -560,7 +549,7 @@ func TestForwardInvalidPath(t *testing.T) {
 	f := &Forwarder{Transport: stub, Stats: &Stats{}}
 	now := time.Now()
 	req := &Request{Method: "GET", Path: "/..%2fadmin/secret", Header: http.Header{},
-		Route:  &Route{Hosts: mustHosts(t, "a"), MaxAttempts: 1},
+		Route:  &Route{Hosts: testutil.Hosts(t, "a"), MaxAttempts: 1},
 		Budget: Budget{Arrival: now, TTL: now.Add(time.Minute), Timeout: time.Second}}
 	_, err := f.Forward(context.Background(), req)
 	var ge *Error
@@ -678,7 +667,7 @@ func TestParseRetryAfter(t *testing.T) {
 func BenchmarkForward(b *testing.B) {
 	rt := &staticAnswer{}
 	f := &Forwarder{Transport: rt, Stats: &Stats{}}
-	route := &Route{Hosts: mustHosts(b, "backend.test"), MaxAttempts: 1}
+	route := &Route{Hosts: testutil.Hosts(b, "backend.test"), MaxAttempts: 1}
 	hdr := http.Header{"User-Agent": {"bench"}, "Accept": {"application/json"}}
 	b.ReportAllocs()
 	for b.Loop() {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"fngateway/internal/testutil"
 )
 
 // answerAfter answers 200 after d, or fails when the attempt is cut first.
@@ -51,7 +53,7 @@ func TestHealthIgnoresClientChosenDeadlines(t *testing.T) {
 				stats := &Stats{}
 				ej := &Ejector{}
 				f := &Forwarder{Transport: stub, Stats: stats, Ejector: ej}
-				route := &Route{Prefix: "/", Hosts: mustHosts(t, "a", "b"), MaxAttempts: 1, EjectAfterFailures: 5, EjectFor: 30 * time.Second}
+				route := &Route{Prefix: "/", Hosts: testutil.Hosts(t, "a", "b"), MaxAttempts: 1, EjectAfterFailures: 5, EjectFor: 30 * time.Second}
 				for range 5 {
 					now := time.Now()
 					_, err := f.Forward(context.Background(), &Request{Method: "GET", Path: "/", Header: http.Header{}, Route: route, Budget: c.budget(now)})
@@ -113,7 +115,7 @@ func TestRetryBudgetIgnoresClientChosenTimeouts(t *testing.T) {
 		stats := &Stats{}
 		budget := NewRetryBudget(0, 1) // one retry in flight on the instance
 		f := &Forwarder{Transport: stub, Stats: stats, RetryBudget: budget}
-		route := &Route{Prefix: "/", Hosts: mustHosts(t, "a", "b"), MaxAttempts: 2, EjectAfterFailures: -1}
+		route := &Route{Prefix: "/", Hosts: testutil.Hosts(t, "a", "b"), MaxAttempts: 2, EjectAfterFailures: -1}
 		send := func(path string, b Budget) (*Result, error) {
 			return f.Forward(context.Background(), &Request{Method: "GET", Path: path, Header: http.Header{}, Route: route, Budget: b})
 		}
@@ -212,7 +214,7 @@ func TestHedgeIgnoresClientChosenTimeouts(t *testing.T) {
 				stats := &Stats{}
 				budget := NewRetryBudget(0, 1)
 				f := &Forwarder{Transport: stub, Stats: stats, RetryBudget: budget}
-				route := &Route{Prefix: "/", Hosts: mustHosts(t, "a", "b"), MaxAttempts: 2, HedgeOnPerTryTimeout: true, EjectAfterFailures: -1}
+				route := &Route{Prefix: "/", Hosts: testutil.Hosts(t, "a", "b"), MaxAttempts: 2, HedgeOnPerTryTimeout: true, EjectAfterFailures: -1}
 				now := time.Now()
 				var wg sync.WaitGroup
 				wg.Go(func() {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"fngateway/internal/testutil"
 )
 
 // TestExplainHedgedMatchesForward runs hedged scenarios through the engine
@@ -71,7 +73,7 @@ func TestExplainHedgedMatchesForward(t *testing.T) {
 				f := &Forwarder{Transport: stub}
 				now := time.Now()
 				req := &Request{Method: method, Path: "/", Header: http.Header{}, ClientKey: tt.key, Body: []byte("b"),
-					Route:  &Route{Hosts: mustHosts(t, hosts...), MaxAttempts: 3, HedgeOnPerTryTimeout: true},
+					Route:  &Route{Hosts: testutil.Hosts(t, hosts...), MaxAttempts: 3, HedgeOnPerTryTimeout: true},
 					Budget: Budget{Arrival: now, TTL: now.Add(tt.ttl), Timeout: time.Second}}
 				res, err := f.Forward(context.Background(), req)
 				var code string
@@ -163,7 +165,7 @@ func TestExplainHedgedBackoffMatchesForward(t *testing.T) {
 				}}
 				f := &Forwarder{Transport: stub, BackoffBase: p.BackoffBase, Jitter: func() float64 { return 1 }}
 				req := &Request{Method: http.MethodGet, Path: "/", Header: http.Header{}, Body: []byte("b"),
-					Route:  &Route{Hosts: mustHosts(t, "h1", "h2", "h3"), MaxAttempts: p.MaxAttempts, HedgeOnPerTryTimeout: true},
+					Route:  &Route{Hosts: testutil.Hosts(t, "h1", "h2", "h3"), MaxAttempts: p.MaxAttempts, HedgeOnPerTryTimeout: true},
 					Budget: Budget{Arrival: start, TTL: start.Add(p.TTL), Timeout: p.Timeout}}
 				res, err := f.Forward(context.Background(), req)
 				if err != nil {

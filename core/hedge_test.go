@@ -13,6 +13,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"fngateway/internal/testutil"
 )
 
 // backendLog records, per host, when each attempt started and ended.
@@ -159,7 +161,7 @@ func TestForwardHedged(t *testing.T) {
 				stub := &stubRT{fn: tt.sc.rt(log)}
 				stats := &Stats{}
 				f := &Forwarder{Transport: stub, Stats: stats, RetryBudget: tt.budget}
-				hosts := mustHosts(t, strings.Split(tt.hosts, ",")...)
+				hosts := testutil.Hosts(t, strings.Split(tt.hosts, ",")...)
 				route := &Route{Prefix: "/", Hosts: hosts, MaxAttempts: len(hosts), HedgeOnPerTryTimeout: true}
 				now := time.Now()
 				method := tt.method
@@ -244,7 +246,7 @@ func TestForwardHedgedStreamedBody(t *testing.T) {
 		f := &Forwarder{Transport: stub}
 		now := time.Now()
 		req := &Request{Method: "PUT", Path: "/x", Header: http.Header{}, ClientKey: true, BodyStream: strings.NewReader("big"),
-			Route:  &Route{Hosts: mustHosts(t, "a", "b"), MaxAttempts: 2, HedgeOnPerTryTimeout: true},
+			Route:  &Route{Hosts: testutil.Hosts(t, "a", "b"), MaxAttempts: 2, HedgeOnPerTryTimeout: true},
 			Budget: Budget{Arrival: now, TTL: now.Add(10 * time.Second), Timeout: time.Second}}
 		_, err := f.Forward(context.Background(), req)
 		if ReasonOf(err) != ReasonAttemptTimeout || time.Since(now) != time.Second {
@@ -314,7 +316,7 @@ func TestForwardReportsBackoff(t *testing.T) {
 				obs := &backoffObserver{start: now}
 				f := &Forwarder{Transport: &stubRT{fn: sc.rt(log)}, BackoffBase: tt.backoff, Jitter: worstJitter, Observer: obs}
 				req := &Request{Method: "GET", Path: "/x", Header: http.Header{},
-					Route:  &Route{Hosts: mustHosts(t, "a", "b"), MaxAttempts: 2, HedgeOnPerTryTimeout: tt.hedge},
+					Route:  &Route{Hosts: testutil.Hosts(t, "a", "b"), MaxAttempts: 2, HedgeOnPerTryTimeout: tt.hedge},
 					Budget: Budget{Arrival: now, TTL: now.Add(10 * time.Second), Timeout: time.Second}}
 				res, err := f.Forward(context.Background(), req)
 				if err != nil {

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"fngateway/internal/testutil"
 )
 
 func TestParseRoutePolicy(t *testing.T) {
@@ -57,7 +59,7 @@ func TestParseRoutePolicy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := Settings{Hosts: mustHosts(t, "h"), Routes: rs, DefaultTTLSecs: Seconds(time.Minute), Timeout: Millis(time.Second)}
+			s := Settings{Hosts: testutil.Hosts(t, "h"), Routes: rs, DefaultTTLSecs: Seconds(time.Minute), Timeout: Millis(time.Second)}
 			if tt.check != nil {
 				tt.check(t, rs[0], s.RouteFor("/a"))
 			}
@@ -67,7 +69,7 @@ func TestParseRoutePolicy(t *testing.T) {
 
 func TestValidateRetryBudget(t *testing.T) {
 	s := DefaultSettings()
-	s.Hosts = mustHosts(t, "h")
+	s.Hosts = testutil.Hosts(t, "h")
 	if err := s.Validate(0, func(string) bool { return false }); err != nil {
 		t.Fatalf("defaults: %v", err)
 	}

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"fngateway/internal/testutil"
 )
 
 const validTP = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
@@ -73,7 +75,7 @@ func shortMembers(n int) []string {
 // TestForwardedTraceContext: an attempt carries the client's trace context
 // only when it is valid.
 func TestForwardedTraceContext(t *testing.T) {
-	route := &Route{Prefix: "/", Hosts: mustHosts(t, "b")}
+	route := &Route{Prefix: "/", Hosts: testutil.Hosts(t, "b")}
 	for _, c := range []struct {
 		name           string
 		tp, ts         string

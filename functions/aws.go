@@ -1,11 +1,22 @@
+//go:build !noaws
+
+// The AWS wiring: everything of the gateway that links the AWS SDK. A build
+// with -tags noaws (make package-azure) leaves it out; aws_off.go stands in.
+
 package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
+	"time"
 
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/config"
 
 	"fngateway/core"
@@ -81,4 +92,85 @@ func awsConfig(ctx context.Context) (aws.Config, error) {
 			Want: "want the AWS region of the bucket and queue when AsyncStore is s3:// (Lambda sets it; elsewhere set AWS_REGION)"}
 	}
 	return aws.Config{AWS: sdk}, nil
+}
+
+// sigv4Authorizer signs a route's requests for service in region with the
+// SDK's default credentials (the function's role on Lambda).
+func sigv4Authorizer(ctx context.Context, service, region string) (core.Authorizer, error) {
+	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion(region))
+	if err != nil {
+		return nil, fmt.Errorf("AWS configuration: %w", err)
+	}
+	return aws.NewSigner(cfg.Credentials, service, region), nil
+}
+
+// checkSQSQueueURL checks a --dlq value, an SQS queue URL.
+func checkSQSQueueURL(s string) error {
+	_, err := aws.ParseQueueURL(s)
+	return err
+}
+
+// openS3DeadLetters connects AsyncStore=s3://, its SQS queue and the
+// dead-letter queue dlq (by default the queue's redrive policy's).
+func openS3DeadLetters(ctx context.Context, store, queue, dlq string) (*async.Redriver, string, error) {
+	if _, err := aws.ParseQueueURL(queue); err != nil {
+		return nil, "", &core.SettingError{Name: "AsyncQueue", Value: queue, Want: sqsQueueURLWant}
+	}
+	cfg, err := awsConfig(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	st, err := aws.NewStore(cfg, store)
+	if err != nil {
+		return nil, "", &core.SettingError{Name: "AsyncStore", Value: store, Want: err.Error()}
+	}
+	q, err := aws.NewQueue(cfg, queue)
+	if err != nil {
+		return nil, "", &core.SettingError{Name: "AsyncQueue", Value: queue, Want: err.Error()}
+	}
+	if dlq == "" {
+		if dlq, err = aws.DeadLetterQueueURL(ctx, cfg, queue); err != nil {
+			if errors.Is(err, aws.ErrNoRedrivePolicy) {
+				err = fmt.Errorf("%w; give the dead-letter queue with --dlq URL", err)
+			}
+			return nil, "", err
+		}
+	}
+	dl, err := aws.NewDeadLetters(cfg, dlq)
+	if err != nil {
+		return nil, "", err
+	}
+	return &async.Redriver{Store: st, Queue: q, DeadLetters: dl}, "queue " + dlq, nil
+}
+
+// sigv4Signer returns a function that signs a request for service lambda
+// with the SDK's default credential chain (environment, shared config and
+// credentials files, SSO, container and instance roles).
+func sigv4Signer(ctx context.Context, region string) (func(context.Context, *http.Request, []byte) error, error) {
+	var opts []func(*config.LoadOptions) error
+	if region != "" {
+		opts = append(opts, config.WithRegion(region))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("load AWS configuration: %w", err)
+	}
+	if cfg.Region == "" {
+		return nil, errors.New("no region: give --region or set AWS_REGION")
+	}
+	if cfg.Credentials == nil {
+		return nil, errors.New("no AWS credentials found")
+	}
+	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
+		return nil, fmt.Errorf("AWS credentials: %w", err)
+	}
+	signer := v4.NewSigner()
+	return func(ctx context.Context, req *http.Request, body []byte) error {
+		creds, err := cfg.Credentials.Retrieve(ctx)
+		if err != nil {
+			return fmt.Errorf("AWS credentials: %w", err)
+		}
+		sum := sha256.Sum256(body)
+		return signer.SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), "lambda", cfg.Region, time.Now())
+	}, nil
 }

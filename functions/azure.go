@@ -1,20 +1,26 @@
+//go:build !noazure
+
+// The Azure wiring: everything of the gateway that links the Azure SDK. A
+// build with -tags noazure (make package-aws) leaves it out; azure_off.go
+// stands in.
+
 package main
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"os"
 	"strings"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 
 	"fngateway/core"
 	"fngateway/core/async"
 	"fngateway/infra/azure"
 )
-
-// defaultAzureQueue is AsyncQueue's default for AsyncStore=azure, and the
-// queue functions/continuation/function.json is triggered by.
-const defaultAzureQueue = "gateway-continuations"
 
 type azureParts struct {
 	store    async.Store
@@ -122,4 +128,86 @@ func azureStorageConfig(conn string, getenv func(string) string) (azure.Config, 
 		return azure.Config{}, &core.SettingError{Name: credName, Value: c, Want: "want managedidentity, or nothing for the SDK's default credential chain"}
 	}
 	return cfg, nil
+}
+
+// openAzureDeadLetters connects AsyncStore=azure, its continuation queue
+// and that queue's poison queue; get reads a setting.
+func openAzureDeadLetters(get func(string) string, queue string) (*async.Redriver, string, error) {
+	cfg, err := azureStorageConfig(get("AzureWebJobsStorage"), get)
+	if err != nil {
+		return nil, "", err
+	}
+	acct, err := azure.NewAccount(cfg)
+	if err != nil {
+		return nil, "", &core.SettingError{Name: "AzureWebJobsStorage", Value: "(redacted)", Want: err.Error()}
+	}
+	if queue == "" {
+		queue = defaultAzureQueue
+	}
+	q, err := acct.Queue(queue)
+	if err != nil {
+		return nil, "", &core.SettingError{Name: "AsyncQueue", Value: queue, Want: err.Error()}
+	}
+	pq, err := acct.PoisonQueue(queue)
+	if err != nil {
+		return nil, "", &core.SettingError{Name: "AsyncQueue", Value: queue, Want: err.Error()}
+	}
+	return &async.Redriver{Store: acct.Store(), Queue: q, DeadLetters: pq}, "queue " + pq.Name(), nil
+}
+
+// newEntraAuthorizers returns the authorizers of entra routes, one per
+// scope, sharing the function's Entra ID identity (entraCredential).
+func newEntraAuthorizers() (func(scope string) core.Authorizer, error) {
+	cred, err := entraCredential()
+	if err != nil {
+		return nil, err
+	}
+	return func(scope string) core.Authorizer { return azure.NewTokenAuthorizer(cred, scope) }, nil
+}
+
+// entraCredential is the function's Entra ID identity: the managed
+// identity where the host serves one (App Service and Functions set
+// IDENTITY_ENDPOINT and IDENTITY_HEADER), with the user-assigned client id
+// AZURE_CLIENT_ID when set; the default credential chain elsewhere.
+func entraCredential() (azcore.TokenCredential, error) {
+	if os.Getenv("IDENTITY_ENDPOINT") != "" && os.Getenv("IDENTITY_HEADER") != "" {
+		opts := &azidentity.ManagedIdentityCredentialOptions{}
+		if id := os.Getenv("AZURE_CLIENT_ID"); id != "" {
+			opts.ID = azidentity.ClientID(id)
+		}
+		return azidentity.NewManagedIdentityCredential(opts)
+	}
+	return azidentity.NewDefaultAzureCredential(nil)
+}
+
+// azureAuthorizer returns a function that adds the Azure front door's
+// credentials to a request: a bearer token for scope (App Service
+// Authentication with Entra ID) from the Azure SDK's default credential
+// chain, and the function key as x-functions-key. Either may be empty. A
+// token is fetched once here, so that a missing credential stops the check
+// before any probe, and again as it nears expiry (the SDK caches it).
+func azureAuthorizer(ctx context.Context, scope, key string) (func(context.Context, *http.Request, []byte) error, error) {
+	var cred *azidentity.DefaultAzureCredential
+	if scope != "" {
+		var err error
+		if cred, err = azidentity.NewDefaultAzureCredential(nil); err != nil {
+			return nil, fmt.Errorf("load Azure credentials: %w", err)
+		}
+		if _, err := cred.GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{scope}}); err != nil {
+			return nil, fmt.Errorf("no token: %w", err)
+		}
+	}
+	return func(ctx context.Context, req *http.Request, _ []byte) error {
+		if cred != nil {
+			tok, err := cred.GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{scope}})
+			if err != nil {
+				return fmt.Errorf("get an Entra ID token for %s: %w", scope, err)
+			}
+			req.Header.Set("Authorization", "Bearer "+tok.Token)
+		}
+		if key != "" {
+			req.Header.Set("x-functions-key", key)
+		}
+		return nil
+	}, nil
 }

@@ -14,6 +14,10 @@ import (
 	"fngateway/core"
 )
 
+// defaultAzureQueue is AsyncQueue's default for AsyncStore=azure, and the
+// queue functions/continuation/function.json is triggered by.
+const defaultAzureQueue = "gateway-continuations"
+
 // runAzureFunctions runs the gateway as an Azure Functions custom handler
 // (FUNCTIONS_CUSTOMHANDLER_PORT is set) until ctx ends (SIGTERM). Only the
 // queue trigger delivers continuations on this host: no queue worker runs

@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -16,11 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
-	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
-	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
-	"github.com/aws/aws-sdk-go-v2/config"
 
 	"fngateway/core"
 )
@@ -245,38 +238,6 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return 0
 }
 
-// sigv4Signer returns a function that signs a request for service lambda
-// with the SDK's default credential chain (environment, shared config and
-// credentials files, SSO, container and instance roles).
-func sigv4Signer(ctx context.Context, region string) (func(context.Context, *http.Request, []byte) error, error) {
-	var opts []func(*config.LoadOptions) error
-	if region != "" {
-		opts = append(opts, config.WithRegion(region))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("load AWS configuration: %w", err)
-	}
-	if cfg.Region == "" {
-		return nil, errors.New("no region: give --region or set AWS_REGION")
-	}
-	if cfg.Credentials == nil {
-		return nil, errors.New("no AWS credentials found")
-	}
-	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
-		return nil, fmt.Errorf("AWS credentials: %w", err)
-	}
-	signer := v4.NewSigner()
-	return func(ctx context.Context, req *http.Request, body []byte) error {
-		creds, err := cfg.Credentials.Retrieve(ctx)
-		if err != nil {
-			return fmt.Errorf("AWS credentials: %w", err)
-		}
-		sum := sha256.Sum256(body)
-		return signer.SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), "lambda", cfg.Region, time.Now())
-	}, nil
-}
-
 // checkCredentials refuses credential flags that cannot go together or
 // cannot be what the gateway's front door wants. scope and key are the
 // flags as given, for the messages.
@@ -304,38 +265,6 @@ func checkHeaderValue(s string) bool {
 		}
 	}
 	return s != ""
-}
-
-// azureAuthorizer returns a function that adds the Azure front door's
-// credentials to a request: a bearer token for scope (App Service
-// Authentication with Entra ID) from the Azure SDK's default credential
-// chain, and the function key as x-functions-key. Either may be empty. A
-// token is fetched once here, so that a missing credential stops the check
-// before any probe, and again as it nears expiry (the SDK caches it).
-func azureAuthorizer(ctx context.Context, scope, key string) (func(context.Context, *http.Request, []byte) error, error) {
-	var cred *azidentity.DefaultAzureCredential
-	if scope != "" {
-		var err error
-		if cred, err = azidentity.NewDefaultAzureCredential(nil); err != nil {
-			return nil, fmt.Errorf("load Azure credentials: %w", err)
-		}
-		if _, err := cred.GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{scope}}); err != nil {
-			return nil, fmt.Errorf("no token: %w", err)
-		}
-	}
-	return func(ctx context.Context, req *http.Request, _ []byte) error {
-		if cred != nil {
-			tok, err := cred.GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{scope}})
-			if err != nil {
-				return fmt.Errorf("get an Entra ID token for %s: %w", scope, err)
-			}
-			req.Header.Set("Authorization", "Bearer "+tok.Token)
-		}
-		if key != "" {
-			req.Header.Set("x-functions-key", key)
-		}
-		return nil
-	}, nil
 }
 
 // checker sends the probes.

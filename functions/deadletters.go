@@ -16,8 +16,6 @@ import (
 
 	"fngateway/core"
 	"fngateway/core/async"
-	"fngateway/infra/aws"
-	"fngateway/infra/azure"
 	"fngateway/infra/filestore"
 )
 
@@ -86,7 +84,7 @@ func parseDeadLetters(args []string) (dlCommand, error) {
 		return c, fmt.Errorf("%w: deadletters %s: %v", errUsage, c.Verb, err)
 	}
 	if c.DLQ != "" {
-		if _, err := aws.ParseQueueURL(c.DLQ); err != nil {
+		if err := checkSQSQueueURL(c.DLQ); err != nil {
 			return c, fmt.Errorf("%w: --dlq %.200q: %v", errUsage, c.DLQ, err)
 		}
 	}
@@ -236,55 +234,9 @@ func openDeadLetters(ctx context.Context, env func(string) (string, bool), dlq s
 		if dlq != "" {
 			return nil, "", &core.SettingError{Name: "--dlq", Value: dlq, Want: "want it only with AsyncStore=s3://"}
 		}
-		cfg, err := azureStorageConfig(get("AzureWebJobsStorage"), get)
-		if err != nil {
-			return nil, "", err
-		}
-		acct, err := azure.NewAccount(cfg)
-		if err != nil {
-			return nil, "", &core.SettingError{Name: "AzureWebJobsStorage", Value: "(redacted)", Want: err.Error()}
-		}
-		if queue == "" {
-			queue = defaultAzureQueue
-		}
-		q, err := acct.Queue(queue)
-		if err != nil {
-			return nil, "", &core.SettingError{Name: "AsyncQueue", Value: queue, Want: err.Error()}
-		}
-		pq, err := acct.PoisonQueue(queue)
-		if err != nil {
-			return nil, "", &core.SettingError{Name: "AsyncQueue", Value: queue, Want: err.Error()}
-		}
-		return &async.Redriver{Store: acct.Store(), Queue: q, DeadLetters: pq}, "queue " + pq.Name(), nil
+		return openAzureDeadLetters(get, queue)
 	case strings.HasPrefix(store, "s3:"):
-		if _, err := aws.ParseQueueURL(queue); err != nil {
-			return nil, "", &core.SettingError{Name: "AsyncQueue", Value: queue, Want: sqsQueueURLWant}
-		}
-		cfg, err := awsConfig(ctx)
-		if err != nil {
-			return nil, "", err
-		}
-		st, err := aws.NewStore(cfg, store)
-		if err != nil {
-			return nil, "", &core.SettingError{Name: "AsyncStore", Value: store, Want: err.Error()}
-		}
-		q, err := aws.NewQueue(cfg, queue)
-		if err != nil {
-			return nil, "", &core.SettingError{Name: "AsyncQueue", Value: queue, Want: err.Error()}
-		}
-		if dlq == "" {
-			if dlq, err = aws.DeadLetterQueueURL(ctx, cfg, queue); err != nil {
-				if errors.Is(err, aws.ErrNoRedrivePolicy) {
-					err = fmt.Errorf("%w; give the dead-letter queue with --dlq URL", err)
-				}
-				return nil, "", err
-			}
-		}
-		dl, err := aws.NewDeadLetters(cfg, dlq)
-		if err != nil {
-			return nil, "", err
-		}
-		return &async.Redriver{Store: st, Queue: q, DeadLetters: dl}, "queue " + dlq, nil
+		return openS3DeadLetters(ctx, store, queue, dlq)
 	}
 	return nil, "", &core.SettingError{Name: "AsyncStore", Value: store, Want: "want file:<dir>, azure or s3://<bucket>[/<prefix>]"}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -11,8 +10,6 @@ import (
 	"time"
 
 	"fngateway/core"
-	"fngateway/infra/aws"
-	"fngateway/infra/azure"
 	"fngateway/internal/settings"
 )
 
@@ -100,18 +97,7 @@ func openSettings(ctx context.Context, hostLimit time.Duration, logger *slog.Log
 func openSettingsSource(ctx context.Context, spec string) (settings.Source, error) {
 	switch {
 	case strings.HasPrefix(spec, "s3://"):
-		obj, err := aws.NewSettingsObject(aws.Config{}, spec) // checks the location before any credential
-		if err != nil {
-			return nil, err
-		}
-		cfg, err := awsConfig(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if obj, err = aws.NewSettingsObject(cfg, spec); err != nil {
-			return nil, err
-		}
-		return &settings.Conditional{Name: spec, Get: obj.Get}, nil
+		return s3SettingsSource(ctx, spec)
 	case strings.Contains(spec, "Endpoint=") && strings.Contains(spec, "Secret="):
 		// An App Configuration access key: for development, as the
 		// service's own connection strings.
@@ -123,24 +109,9 @@ func openSettingsSource(ctx context.Context, spec string) (settings.Source, erro
 	case strings.HasPrefix(spec, "https://") && strings.HasSuffix(strings.TrimRight(hostOf(spec), "."), ".azconfig.io"):
 		// An App Configuration store, read with the managed identity (App
 		// Configuration Data Reader).
-		cred, err := entraCredential()
-		if err != nil {
-			return nil, fmt.Errorf("App Configuration credential: %w", err)
-		}
-		endpoint := strings.TrimRight(spec, "/")
-		auth := azure.NewTokenAuthorizer(cred, endpoint+"/.default")
-		return appConfiguration(endpoint, func(ctx context.Context, r *http.Request) error { return auth.Authorize(ctx, r, nil, false) }), nil
+		return appConfigurationWithIdentity(spec)
 	case strings.HasPrefix(spec, "https://") || strings.HasPrefix(spec, "http://"):
-		conn, _ := lookup("AzureWebJobsStorage")
-		b, err := azure.NewSettingsBlob(spec, conn, entraCredential)
-		if err != nil {
-			return nil, err
-		}
-		var secrets []string
-		if u, err := url.Parse(spec); err == nil && u.RawQuery != "" {
-			secrets = append(secrets, u.RawQuery, u.Query().Get("sig"), url.QueryEscape(u.Query().Get("sig")))
-		}
-		return &settings.Conditional{Name: settings.Redact(spec), Get: b.Get, Secrets: secrets}, nil
+		return blobSettingsSource(spec)
 	}
 	return settings.Open(spec, os.LookupEnv)
 }

@@ -3,15 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 
 	"fngateway/core"
-	"fngateway/infra/aws"
-	"fngateway/infra/azure"
 )
 
 // upstreamPolicy gives fwd the upstream policy of docs/settings.md#upstream-policy-per-route: the retry
@@ -37,7 +30,7 @@ func upstreamPolicy(ctx context.Context, s *core.Settings, fwd *core.Forwarder) 
 // when no route asks for one.
 func routeAuthorizers(ctx context.Context, s *core.Settings, have map[core.BackendAuth]core.Authorizer) (map[core.BackendAuth]core.Authorizer, error) {
 	var out map[core.BackendAuth]core.Authorizer
-	var entra azcore.TokenCredential
+	var entra func(scope string) core.Authorizer // one credential for every entra route
 	for _, r := range s.Routes {
 		a := r.Auth
 		if a == nil {
@@ -56,35 +49,20 @@ func routeAuthorizers(ctx context.Context, s *core.Settings, have map[core.Backe
 		switch a.Type {
 		case core.AuthEntra:
 			if entra == nil {
-				cred, err := entraCredential()
+				cred, err := newEntraAuthorizers()
 				if err != nil {
 					return nil, fmt.Errorf("route %q auth entra: credential: %w", r.Prefix, err)
 				}
 				entra = cred
 			}
-			out[*a] = azure.NewTokenAuthorizer(entra, a.Scope)
+			out[*a] = entra(a.Scope)
 		case core.AuthSigV4:
-			cfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(a.Region))
+			signer, err := sigv4Authorizer(ctx, a.Service, a.Region)
 			if err != nil {
-				return nil, fmt.Errorf("route %q auth sigv4: AWS configuration: %w", r.Prefix, err)
+				return nil, fmt.Errorf("route %q auth sigv4: %w", r.Prefix, err)
 			}
-			out[*a] = aws.NewSigner(cfg.Credentials, a.Service, a.Region)
+			out[*a] = signer
 		}
 	}
 	return out, nil
-}
-
-// entraCredential is the function's Entra ID identity: the managed
-// identity where the host serves one (App Service and Functions set
-// IDENTITY_ENDPOINT and IDENTITY_HEADER), with the user-assigned client id
-// AZURE_CLIENT_ID when set; the default credential chain elsewhere.
-func entraCredential() (azcore.TokenCredential, error) {
-	if os.Getenv("IDENTITY_ENDPOINT") != "" && os.Getenv("IDENTITY_HEADER") != "" {
-		opts := &azidentity.ManagedIdentityCredentialOptions{}
-		if id := os.Getenv("AZURE_CLIENT_ID"); id != "" {
-			opts.ID = azidentity.ClientID(id)
-		}
-		return azidentity.NewManagedIdentityCredential(opts)
-	}
-	return azidentity.NewDefaultAzureCredential(nil)
 }

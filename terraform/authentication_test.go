@@ -2,14 +2,17 @@ package terraform
 
 import (
 	"archive/zip"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
@@ -400,5 +403,25 @@ func TestAzurePackageAuthLevel(t *testing.T) {
 	}
 	if got, err := gatewayAuthLevel(src); err != nil || got != "anonymous" {
 		t.Errorf("AZURE_AUTH_LEVEL=anonymous builds gateway/function.json with authLevel %q (%v), want anonymous", got, err)
+	}
+	// Built for one cloud (-tags noaws): the AWS SDK is not linked.
+	checkLinked(t, filepath.Join(dist, "azure-functionapp.zip"), "handler", "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob", "github.com/aws/aws-sdk-go-v2", "github.com/aws/smithy-go")
+	// What needs the AWS SDK stops the start-up with one line naming the
+	// setting and the build.
+	if runtime.GOOS == "linux" && runtime.GOARCH == "amd64" {
+		// Liveness only: the handler stops at once, before it listens.
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, filepath.Join(dist, "azure-functionapp", "handler"))
+		cmd.Env = []string{"Hosts=http://127.0.0.1:1", "AsyncModeEnabled=true", "AsyncStore=s3://bucket",
+			"AsyncQueue=https://sqs.eu-west-1.amazonaws.com/123456789012/q", "ListenAddr=127.0.0.1:0", "AWS_REGION=eu-west-1"}
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		got := strings.TrimSpace(stderr.String())
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || strings.Contains(got, "\n") ||
+			!strings.Contains(got, `setting AsyncStore="s3://bucket"`) || !strings.Contains(got, "-tags noaws") {
+			t.Errorf("the Azure handler with AsyncStore=s3://: %v, stderr %q; want exit 2 and one line naming the setting and -tags noaws", err, got)
+		}
 	}
 }

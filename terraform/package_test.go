@@ -3,12 +3,14 @@ package terraform
 import (
 	"archive/zip"
 	"bytes"
+	"debug/buildinfo"
 	"debug/elf"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/zclconf/go-cty/cty"
@@ -48,6 +50,58 @@ func TestLambdaArchitecture(t *testing.T) {
 	if got != machine {
 		t.Errorf("make package-aws builds bootstrap for %v, but examples/aws deploys architecture %q (%v): every invocation would fail with an exec format error", got, want, machine)
 	}
+	// Built for one cloud (-tags noazure): the Azure SDK, whose packages'
+	// initialisation every cold start would pay, is not linked.
+	checkLinked(t, filepath.Join(dist, "aws-lambda.zip"), "bootstrap", "github.com/aws/aws-sdk-go-v2/service/s3", "github.com/Azure/", "github.com/AzureAD/")
+}
+
+// checkLinked holds the modules linked into the executable name of a zip:
+// want must be among them, and none may start with one of the refused
+// prefixes.
+func checkLinked(t *testing.T, zipPath, name, want string, refused ...string) {
+	t.Helper()
+	mods, err := zippedModules(zipPath, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !mods[want] {
+		t.Errorf("%s: %s does not link %s", zipPath, name, want)
+	}
+	for m := range mods {
+		for _, r := range refused {
+			if strings.HasPrefix(m, r) {
+				t.Errorf("%s: %s links %s: want no module under %s in this cloud's package", zipPath, name, m, r)
+			}
+		}
+	}
+}
+
+// zippedModules returns the modules the Go executable name at the root of
+// a zip was built with (its build information, which -s -w keep).
+func zippedModules(zipPath, name string) (map[string]bool, error) {
+	zr, err := zip.OpenReader(zipPath)
+	if err != nil {
+		return nil, err
+	}
+	defer zr.Close()
+	rc, err := zr.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", zipPath, err)
+	}
+	b, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil {
+		return nil, err
+	}
+	info, err := buildinfo.Read(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", zipPath, name, err)
+	}
+	mods := map[string]bool{}
+	for _, d := range info.Deps {
+		mods[d.Path] = true
+	}
+	return mods, nil
 }
 
 // exampleArchitecture returns the architecture an example passes to the AWS

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"fngateway/core"
+	"fngateway/internal/testutil"
 )
 
 const (
@@ -46,7 +47,7 @@ func newAsyncEnv(tb testing.TB, fn backendFunc, hosts ...string) *asyncEnv {
 	if len(hosts) == 0 {
 		hosts = []string{"backend.test"}
 	}
-	hl := mustHosts(tb, hosts...)
+	hl := testutil.Hosts(tb, hosts...)
 	e := &asyncEnv{
 		store:   newFakeStore(),
 		queue:   &fakeQueue{},

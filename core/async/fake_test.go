@@ -7,32 +7,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"fngateway/core"
 )
 
 // In-memory fakes of the async ports, for the unit tests of core/async only.
-
-// mustHosts parses hs as the hosts of a route.
-func mustHosts(tb testing.TB, hs ...string) core.HostList {
-	tb.Helper()
-	var out core.HostList
-	for _, h := range hs {
-		u, err := url.Parse("http://" + h)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		out = append(out, u)
-	}
-	return out
-}
 
 // fakeStore is an in-memory Store: one map of objects, records and blobs
 // alike, each with a version.

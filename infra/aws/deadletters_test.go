@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"fngateway/internal/emulators"
+	"fngateway/internal/testutil"
 )
 
 // newRedrivenQueue creates on f a queue whose RedrivePolicy moves a message
@@ -15,9 +16,9 @@ import (
 // the queue's and the dead-letter queue's URLs.
 func newRedrivenQueue(tb testing.TB, f *emulators.Fauxqs, maxReceive int) (queueURL, dlqURL string) {
 	tb.Helper()
-	ctx := testContext(tb)
+	ctx := testutil.Context(tb)
 	c := fauxqsConfig(f).sqsClient()
-	name := uniqueName("dl")
+	name := testutil.UniqueName("dl")
 	dlq, err := createQueue(ctx, c, name+"-dlq", nil)
 	if err != nil {
 		tb.Fatal(err)
@@ -36,14 +37,14 @@ func newRedrivenQueue(tb testing.TB, f *emulators.Fauxqs, maxReceive int) (queue
 // and Delete removes it. A queue without a RedrivePolicy says so.
 func TestDeadLetterQueue(t *testing.T) {
 	f := emulators.StartFauxqs(t)
-	ctx := testContext(t)
+	ctx := testutil.Context(t)
 	cfg := fauxqsConfig(f)
 	queueURL, wantDLQ := newRedrivenQueue(t, f, 1)
 	got, err := DeadLetterQueueURL(ctx, cfg, queueURL)
 	if err != nil || got != wantDLQ {
 		t.Fatalf("DeadLetterQueueURL = %q, %v; want %q", got, err, wantDLQ)
 	}
-	plain := newQueueOn(t, f, uniqueName("plain"))
+	plain := newQueueOn(t, f, testutil.UniqueName("plain"))
 	if err := plain.Enqueue(ctx, []byte("x"), 0); err != nil {
 		t.Fatal(err)
 	}

@@ -1,19 +1,16 @@
 package aws
 
 import (
-	"context"
 	"crypto/sha256"
-	"fmt"
 	"io"
 	"math/rand/v2"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"fngateway/internal/emulators"
+	"fngateway/internal/testutil"
 )
 
 // newTestStore starts a versitygw and returns a Store on a bucket of its
@@ -21,7 +18,7 @@ import (
 // its own server, stopped when t ends.
 func newTestStore(t *testing.T) *Store {
 	t.Helper()
-	return newStoreOn(t, emulators.StartVersitygw(t), "s3://"+uniqueName("bucket"))
+	return newStoreOn(t, emulators.StartVersitygw(t), "s3://"+testutil.UniqueName("bucket"))
 }
 
 // newTestQueue starts a fauxqs and returns a Queue on a queue of its own,
@@ -29,7 +26,7 @@ func newTestStore(t *testing.T) *Store {
 // server, stopped when t ends.
 func newTestQueue(t *testing.T) *Queue {
 	t.Helper()
-	return newQueueOn(t, emulators.StartFauxqs(t), uniqueName("q"))
+	return newQueueOn(t, emulators.StartFauxqs(t), testutil.UniqueName("q"))
 }
 
 // versitygwConfig is a Config for v: its root credentials and region.
@@ -73,22 +70,6 @@ func newQueueOn(tb testing.TB, f *emulators.Fauxqs, name string) *Queue {
 	return q
 }
 
-// testContext is a context that ends with the test, with a deadline that
-// keeps a hung server from hanging the suite.
-func testContext(tb testing.TB) context.Context {
-	tb.Helper()
-	ctx, cancel := context.WithTimeout(tb.Context(), 30*time.Second)
-	tb.Cleanup(cancel)
-	return ctx
-}
-
-var uniq atomic.Int64
-
-// uniqueName returns a bucket, container or queue name no other test uses.
-func uniqueName(prefix string) string {
-	return fmt.Sprintf("%s-%d-%d", prefix, time.Now().UnixNano()%1e9, uniq.Add(1))
-}
-
 // generated returns a reader of n deterministic pseudo-random bytes for
 // seed, made as it is read, so large bodies need not sit in memory.
 func generated(seed uint64, n int64) io.Reader {
@@ -109,18 +90,4 @@ func digest(tb testing.TB, r io.Reader) ([32]byte, int64) {
 	var sum [32]byte
 	copy(sum[:], h.Sum(nil))
 	return sum, n
-}
-
-// eventually polls cond every 50 ms until it holds or timeout passes.
-func eventually(tb testing.TB, timeout time.Duration, what string, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("%s: not within %v", what, timeout)
-		}
-		<-tick.C
-	}
 }

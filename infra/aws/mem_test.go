@@ -3,13 +3,15 @@ package aws
 import (
 	"runtime"
 	"testing"
+
+	"fngateway/internal/testutil"
 )
 
 // TestWriteBlobMemory: WriteBlob streams; a 64 MiB blob allocates a small
 // multiple of one part, not the blob.
 func TestWriteBlobMemory(t *testing.T) {
 	s := newTestStore(t)
-	ctx := testContext(t)
+	ctx := testutil.Context(t)
 	const size = 64 << 20
 	if err := s.WriteBlob(ctx, "warm/up", generated(1, minPartSize+1), "", true); err != nil {
 		t.Fatalf("WriteBlob: %v", err)

@@ -16,6 +16,7 @@ import (
 	"fngateway/core"
 	"fngateway/core/async"
 	"fngateway/internal/emulators"
+	"fngateway/internal/testutil"
 )
 
 // note is a lifecycle notification as core/async makes it (docs/async-api.md#notifications-on-aws).
@@ -33,9 +34,9 @@ func note(tb testing.TB, id, status, topic string, at time.Time) []byte {
 // its URL.
 func subscribedQueue(tb testing.TB, f *emulators.Fauxqs, arn string) string {
 	tb.Helper()
-	ctx := testContext(tb)
+	ctx := testutil.Context(tb)
 	q := sqs.NewFromConfig(fauxqsConfig(f).AWS, func(o *sqs.Options) { o.BaseEndpoint = sdkaws.String(f.Endpoint()) })
-	name := uniqueName("subscriber") + ".fifo"
+	name := testutil.UniqueName("subscriber") + ".fifo"
 	url, err := createQueue(ctx, q, name, map[string]string{"FifoQueue": "true"})
 	if err != nil {
 		tb.Fatalf("create the subscriber queue: %v", err)
@@ -64,7 +65,7 @@ type received struct{ group, id, status string }
 // order received.
 func drain(tb testing.TB, f *emulators.Fauxqs, url string, want int) []received {
 	tb.Helper()
-	ctx := testContext(tb)
+	ctx := testutil.Context(tb)
 	q := sqs.NewFromConfig(fauxqsConfig(f).AWS, func(o *sqs.Options) { o.BaseEndpoint = sdkaws.String(f.Endpoint()) })
 	var got []received
 	receive := func() int {
@@ -87,7 +88,7 @@ func drain(tb testing.TB, f *emulators.Fauxqs, url string, want int) []received 
 		}
 		return len(out.Messages)
 	}
-	eventually(tb, 20*time.Second, "the subscriber's notifications", func() bool {
+	testutil.Eventually(tb, 20*time.Second, "the subscriber's notifications", func() bool {
 		receive()
 		return len(got) >= want
 	})
@@ -105,9 +106,9 @@ func drain(tb testing.TB, f *emulators.Fauxqs, url string, want int) []received 
 func TestNotifierSNSOrder(t *testing.T) {
 	t.Parallel()
 	f := emulators.StartFauxqs(t)
-	ctx := testContext(t)
+	ctx := testutil.Context(t)
 	admin := sns.NewFromConfig(fauxqsConfig(f).AWS, func(o *sns.Options) { o.BaseEndpoint = sdkaws.String(f.Endpoint()) })
-	topic := uniqueName("events") + ".fifo"
+	topic := testutil.UniqueName("events") + ".fifo"
 	made, err := admin.CreateTopic(ctx, &sns.CreateTopicInput{Name: &topic, Attributes: map[string]string{"FifoTopic": "true"}})
 	if err != nil {
 		t.Fatalf("CreateTopic: %v", err)
@@ -156,9 +157,9 @@ func TestNotifierSNSOrder(t *testing.T) {
 func TestNotifierCreates(t *testing.T) {
 	t.Parallel()
 	f := emulators.StartFauxqs(t)
-	ctx := testContext(t)
+	ctx := testutil.Context(t)
 	n := NewNotifier(fauxqsConfig(f), nil)
-	topic := uniqueName("local") + ".fifo"
+	topic := testutil.UniqueName("local") + ".fifo"
 	if err := n.Notify(ctx, topic, note(t, "r1", "Queued", topic, time.Now())); err != nil {
 		t.Fatalf("Notify to a new topic: %v", err)
 	}
@@ -194,9 +195,9 @@ func TestNotifierCreates(t *testing.T) {
 func TestNotifierNoCreate(t *testing.T) {
 	t.Parallel()
 	f := emulators.StartFauxqs(t)
-	ctx := testContext(t)
-	missing := uniqueName("missing") + ".fifo"
-	gone := uniqueName("gone") + ".fifo"
+	ctx := testutil.Context(t)
+	missing := testutil.UniqueName("missing") + ".fifo"
+	gone := testutil.UniqueName("gone") + ".fifo"
 	n := NewNotifier(fauxqsConfig(f), map[string]string{gone: "arn:aws:sns:" + emulators.FauxqsRegion + ":000000000000:" + gone})
 	n.NoCreate = true
 	if err := n.CheckTopic(missing); err == nil || !strings.Contains(err.Error(), "NotificationTopicArns") {

@@ -6,6 +6,7 @@ import (
 	"fngateway/core/async"
 	"fngateway/core/async/porttest"
 	"fngateway/internal/emulators"
+	"fngateway/internal/testutil"
 )
 
 // TestStorePort runs core/async's Store conformance suite against S3
@@ -13,7 +14,7 @@ import (
 // one bucket, which the first write creates.
 func TestStorePort(t *testing.T) {
 	t.Parallel()
-	store := newStoreOn(t, emulators.StartVersitygw(t), "s3://"+uniqueName("port"))
+	store := newStoreOn(t, emulators.StartVersitygw(t), "s3://"+testutil.UniqueName("port"))
 	porttest.TestStore(t, func(*testing.T) async.Store { return store })
 }
 
@@ -22,5 +23,5 @@ func TestStorePort(t *testing.T) {
 func TestQueuePort(t *testing.T) {
 	t.Parallel()
 	f := emulators.StartFauxqs(t)
-	porttest.TestQueue(t, func(t *testing.T) async.Queue { return newQueueOn(t, f, uniqueName("port")) })
+	porttest.TestQueue(t, func(t *testing.T) async.Queue { return newQueueOn(t, f, testutil.UniqueName("port")) })
 }

@@ -14,6 +14,7 @@ import (
 
 	"fngateway/core/async"
 	"fngateway/internal/emulators"
+	"fngateway/internal/testutil"
 )
 
 // TestQueue runs Queues against one fauxqs; subtests use queues of their
@@ -26,8 +27,8 @@ func TestQueue(t *testing.T) {
 
 	t.Run("PlainText", func(t *testing.T) {
 		t.Parallel()
-		ctx := testContext(t)
-		name := uniqueName("plain")
+		ctx := testutil.Context(t)
+		name := testutil.UniqueName("plain")
 		q := newQueueOn(t, f, name)
 		body := `{"v":1,"id":"ffffffffffffffffffffffffffffffff"}`
 		if err := q.Enqueue(ctx, []byte(body), 0); err != nil {
@@ -45,8 +46,8 @@ func TestQueue(t *testing.T) {
 
 	t.Run("DelayRoundsUp", func(t *testing.T) {
 		t.Parallel()
-		ctx := testContext(t)
-		q := newQueueOn(t, f, uniqueName("delay"))
+		ctx := testutil.Context(t)
+		q := newQueueOn(t, f, testutil.UniqueName("delay"))
 		start := time.Now()
 		if err := q.Enqueue(ctx, []byte("later"), 1500*time.Millisecond); err != nil { // rounded up to 2 s
 			t.Fatalf("Enqueue: %v", err)
@@ -54,7 +55,7 @@ func TestQueue(t *testing.T) {
 		if msgs, err := q.Receive(ctx, 1, time.Minute); err != nil || len(msgs) != 0 {
 			t.Fatalf("Receive before the delay: %d messages, %v; want none", len(msgs), err)
 		}
-		eventually(t, 10*time.Second, "the delayed message", func() bool {
+		testutil.Eventually(t, 10*time.Second, "the delayed message", func() bool {
 			msgs, err := q.Receive(ctx, 1, time.Minute)
 			return err == nil && len(msgs) == 1
 		})
@@ -65,8 +66,8 @@ func TestQueue(t *testing.T) {
 
 	t.Run("ReceiveLimit", func(t *testing.T) {
 		t.Parallel()
-		ctx := testContext(t)
-		q := newQueueOn(t, f, uniqueName("limit"))
+		ctx := testutil.Context(t)
+		q := newQueueOn(t, f, testutil.UniqueName("limit"))
 		for i := range 12 {
 			if err := q.Enqueue(ctx, fmt.Appendf(nil, "m%d", i), 0); err != nil {
 				t.Fatalf("Enqueue: %v", err)
@@ -84,8 +85,8 @@ func TestQueue(t *testing.T) {
 
 	t.Run("ReceiveCreatesQueue", func(t *testing.T) {
 		t.Parallel()
-		ctx := testContext(t)
-		name := uniqueName("recv")
+		ctx := testutil.Context(t)
+		name := testutil.UniqueName("recv")
 		q := newQueueOn(t, f, name)
 		msgs, err := q.Receive(ctx, 1, time.Minute)
 		if err != nil || msgs == nil || len(msgs) != 0 {
@@ -98,8 +99,8 @@ func TestQueue(t *testing.T) {
 
 	t.Run("BadBodies", func(t *testing.T) {
 		t.Parallel()
-		ctx := testContext(t)
-		q := newQueueOn(t, f, uniqueName("bad"))
+		ctx := testutil.Context(t)
+		q := newQueueOn(t, f, testutil.UniqueName("bad"))
 		for _, body := range [][]byte{nil, []byte("\xff\xfe"), []byte("nul\x00"), make([]byte, maxMessageSize+1)} {
 			if err := q.Enqueue(ctx, body, 0); err == nil {
 				t.Errorf("Enqueue(%.20q): no error", body)
@@ -112,8 +113,8 @@ func TestQueue(t *testing.T) {
 
 	t.Run("CompleteStale", func(t *testing.T) {
 		t.Parallel()
-		ctx := testContext(t)
-		q := newQueueOn(t, f, uniqueName("stale"))
+		ctx := testutil.Context(t)
+		q := newQueueOn(t, f, testutil.UniqueName("stale"))
 		if err := q.Enqueue(ctx, []byte("x"), 0); err != nil {
 			t.Fatalf("Enqueue: %v", err)
 		}
@@ -134,9 +135,9 @@ func TestQueue(t *testing.T) {
 func TestQueueDown(t *testing.T) {
 	t.Parallel()
 	f := emulators.StartFauxqs(t)
-	q := newQueueOn(t, f, uniqueName("down"))
+	q := newQueueOn(t, f, testutil.UniqueName("down"))
 	f.Stop()
-	ctx := testContext(t)
+	ctx := testutil.Context(t)
 	start := time.Now()
 	if err := q.Enqueue(ctx, []byte("x"), 0); err == nil {
 		t.Fatal("Enqueue with the server down: no error")
@@ -152,13 +153,13 @@ func TestQueueDown(t *testing.T) {
 func TestQueueExtend(t *testing.T) {
 	t.Parallel()
 	q := newTestQueue(t)
-	ctx := testContext(t)
+	ctx := testutil.Context(t)
 	if err := q.Enqueue(ctx, []byte("x"), 0); err != nil {
 		t.Fatalf("Enqueue: %v", err)
 	}
 	const vis = 3 * time.Second
 	var msgs []async.Message
-	eventually(t, 10*time.Second, "the message", func() bool {
+	testutil.Eventually(t, 10*time.Second, "the message", func() bool {
 		var err error
 		msgs, err = q.Receive(ctx, 1, vis)
 		return err == nil && len(msgs) == 1
@@ -218,7 +219,7 @@ func TestIsLostMessage(t *testing.T) {
 func TestQueueDelayClamped(t *testing.T) {
 	t.Parallel()
 	q := newTestQueue(t)
-	ctx := testContext(t)
+	ctx := testutil.Context(t)
 	if err := q.Enqueue(ctx, []byte("much later"), 20*time.Minute); err != nil {
 		t.Fatalf("Enqueue with a 20-minute delay: %v", err)
 	}

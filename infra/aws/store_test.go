@@ -15,6 +15,7 @@ import (
 
 	"fngateway/core/async"
 	"fngateway/internal/emulators"
+	"fngateway/internal/testutil"
 )
 
 // TestStore runs the Store against one versitygw; subtests use buckets or
@@ -25,19 +26,19 @@ import (
 func TestStore(t *testing.T) {
 	t.Parallel()
 	v := emulators.StartVersitygw(t)
-	store := newStoreOn(t, v, "s3://"+uniqueName("store"))
+	store := newStoreOn(t, v, "s3://"+testutil.UniqueName("store"))
 
 	t.Run("MissingBucket", func(t *testing.T) {
 		t.Parallel()
-		ctx := testContext(t)
-		missing := newStoreOn(t, v, "s3://"+uniqueName("nobucket"))
+		ctx := testutil.Context(t)
+		missing := newStoreOn(t, v, "s3://"+testutil.UniqueName("nobucket"))
 		if _, _, err := missing.Get(ctx, "c/record.json"); !errors.Is(err, async.ErrNotFound) {
 			t.Errorf("Get in a missing bucket: error = %v, want ErrNotFound", err)
 		}
 		if _, err := missing.OpenBlob(ctx, "c/record.json"); !errors.Is(err, async.ErrNotFound) {
 			t.Errorf("OpenBlob in a missing bucket: error = %v, want ErrNotFound", err)
 		}
-		v1, err := store.Put(ctx, uniqueName("c")+"/a.json", []byte("x"), "")
+		v1, err := store.Put(ctx, testutil.UniqueName("c")+"/a.json", []byte("x"), "")
 		if err != nil {
 			t.Fatalf("Put: %v", err)
 		}
@@ -48,11 +49,11 @@ func TestStore(t *testing.T) {
 
 	t.Run("SameBytesSameVersion", func(t *testing.T) {
 		t.Parallel()
-		ctx := testContext(t)
+		ctx := testutil.Context(t)
 		// S3's version of an object is the MD5 of its bytes: writing the
 		// same bytes again keeps the version, so a second writer holding
 		// it still succeeds, rightly, as the object holds what it read.
-		key := uniqueName("same") + "/r.json"
+		key := testutil.UniqueName("same") + "/r.json"
 		v1, err := store.Put(ctx, key, []byte("same"), "")
 		if err != nil {
 			t.Fatalf("create: %v", err)
@@ -78,11 +79,11 @@ func TestStore(t *testing.T) {
 
 	t.Run("BlobRoundTrip", func(t *testing.T) {
 		t.Parallel()
-		ctx := testContext(t)
-		small := newStoreOn(t, v, "s3://"+uniqueName("blobs"))
+		ctx := testutil.Context(t)
+		small := newStoreOn(t, v, "s3://"+testutil.UniqueName("blobs"))
 		small.PartSize = minPartSize
 		for _, size := range []int64{0, 1, minPartSize - 1, minPartSize, 2*minPartSize + 12345} {
-			key := uniqueName("blob") + "/data"
+			key := testutil.UniqueName("blob") + "/data"
 			if err := small.WriteBlob(ctx, key, generated(uint64(size), size), "application/x-test", true); err != nil {
 				t.Fatalf("WriteBlob(%d bytes): %v", size, err)
 			}
@@ -101,11 +102,11 @@ func TestStore(t *testing.T) {
 
 	t.Run("BlobCreateOnce", func(t *testing.T) {
 		t.Parallel()
-		ctx := testContext(t)
-		s := newStoreOn(t, v, "s3://"+uniqueName("once"))
+		ctx := testutil.Context(t)
+		s := newStoreOn(t, v, "s3://"+testutil.UniqueName("once"))
 		s.PartSize = minPartSize
 		for _, size := range []int64{10, 2*minPartSize + 1} { // one PutObject; a multipart upload
-			key := uniqueName("once") + "/data"
+			key := testutil.UniqueName("once") + "/data"
 			if err := s.WriteBlob(ctx, key, generated(1, size), "", true); err != nil {
 				t.Fatalf("first write of %d bytes: %v", size, err)
 			}
@@ -123,10 +124,10 @@ func TestStore(t *testing.T) {
 
 	t.Run("BlobFailedStream", func(t *testing.T) {
 		t.Parallel()
-		ctx := testContext(t)
-		s := newStoreOn(t, v, "s3://"+uniqueName("fail"))
+		ctx := testutil.Context(t)
+		s := newStoreOn(t, v, "s3://"+testutil.UniqueName("fail"))
 		s.PartSize = minPartSize
-		key := uniqueName("fail") + "/data"
+		key := testutil.UniqueName("fail") + "/data"
 		boom := errors.New("client went away")
 		r := io.MultiReader(generated(4, 2*minPartSize+7), errReader{boom})
 		if err := s.WriteBlob(ctx, key, r, "", true); !errors.Is(err, boom) {
@@ -140,8 +141,8 @@ func TestStore(t *testing.T) {
 
 	t.Run("Prefix", func(t *testing.T) {
 		t.Parallel()
-		ctx := testContext(t)
-		bucket := uniqueName("prefix")
+		ctx := testutil.Context(t)
+		bucket := testutil.UniqueName("prefix")
 		prefixed := newStoreOn(t, v, "s3://"+bucket+"/pre/fix/")
 		if _, err := prefixed.Put(ctx, "c/k.json", []byte("p"), ""); err != nil {
 			t.Fatalf("Put: %v", err)
@@ -158,7 +159,7 @@ func TestStore(t *testing.T) {
 
 	t.Run("InvalidKeys", func(t *testing.T) {
 		t.Parallel()
-		ctx := testContext(t)
+		ctx := testutil.Context(t)
 		for _, key := range []string{"", "nocontainer", "/name", "c/", "c//x", "c/../x", "c/./x", "c/\xff", "c/" + strings.Repeat("x", maxKeyBytes)} {
 			if _, err := store.Put(ctx, key, []byte("x"), ""); err == nil || errors.Is(err, async.ErrConflict) {
 				t.Errorf("Put(%q): error = %v, want an invalid key error", key, err)
@@ -174,8 +175,8 @@ func TestStore(t *testing.T) {
 func TestSignURL(t *testing.T) {
 	t.Parallel()
 	s := newTestStore(t)
-	ctx := testContext(t)
-	c := uniqueName("sign")
+	ctx := testutil.Context(t)
+	c := testutil.UniqueName("sign")
 	size := int64(3<<20 + 17)
 	if err := s.WriteBlob(ctx, c+"/a/data", generated(7, size), "application/x-result", true); err != nil {
 		t.Fatalf("WriteBlob: %v", err)
@@ -278,7 +279,7 @@ func TestSignURL(t *testing.T) {
 		if status, body, _ := get(short); status != http.StatusOK || string(body) != "other" {
 			t.Fatalf("GET before expiry: %d %q", status, body)
 		}
-		eventually(t, 10*time.Second, "a 1 s URL refused", func() bool {
+		testutil.Eventually(t, 10*time.Second, "a 1 s URL refused", func() bool {
 			status, _, _ := get(short)
 			return status == http.StatusForbidden
 		})
@@ -290,7 +291,7 @@ func TestSignURL(t *testing.T) {
 func TestStoreCreatesBucket(t *testing.T) {
 	t.Parallel()
 	v := emulators.StartVersitygw(t)
-	ctx := testContext(t)
+	ctx := testutil.Context(t)
 	for _, tc := range []struct {
 		name  string
 		write func(s *Store) error
@@ -302,7 +303,7 @@ func TestStoreCreatesBucket(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newStoreOn(t, v, "s3://"+uniqueName("new"))
+			s := newStoreOn(t, v, "s3://"+testutil.UniqueName("new"))
 			s.PartSize = minPartSize
 			if err := tc.write(s); err != nil {
 				t.Fatalf("first write to a missing bucket: %v", err)
@@ -321,9 +322,9 @@ func TestStoreCreatesBucket(t *testing.T) {
 func TestStoreDown(t *testing.T) {
 	t.Parallel()
 	v := emulators.StartVersitygw(t)
-	s := newStoreOn(t, v, "s3://"+uniqueName("down"))
+	s := newStoreOn(t, v, "s3://"+testutil.UniqueName("down"))
 	v.Stop()
-	ctx := testContext(t)
+	ctx := testutil.Context(t)
 	start := time.Now()
 	_, err := s.Put(ctx, "c/k", []byte("x"), "")
 	if err == nil || errors.Is(err, async.ErrConflict) || errors.Is(err, async.ErrNotFound) {
@@ -344,7 +345,7 @@ func (r errReader) Read([]byte) (int, error) { return 0, r.err }
 // checkBlob checks that the blob at key holds generated(seed, size).
 func checkBlob(tb testing.TB, s *Store, key string, seed uint64, size int64) {
 	tb.Helper()
-	r, err := s.OpenBlob(testContext(tb), key)
+	r, err := s.OpenBlob(testutil.Context(tb), key)
 	if err != nil {
 		tb.Fatalf("OpenBlob(%s): %v", key, err)
 	}
@@ -359,7 +360,7 @@ func checkBlob(tb testing.TB, s *Store, key string, seed uint64, size int64) {
 // checkNoUploads checks that no multipart upload was left behind.
 func checkNoUploads(tb testing.TB, s *Store) {
 	tb.Helper()
-	out, err := s.client.ListMultipartUploads(context.WithoutCancel(testContext(tb)), &s3.ListMultipartUploadsInput{Bucket: &s.bucket})
+	out, err := s.client.ListMultipartUploads(context.WithoutCancel(testutil.Context(tb)), &s3.ListMultipartUploadsInput{Bucket: &s.bucket})
 	if err != nil {
 		tb.Fatalf("ListMultipartUploads: %v", err)
 	}

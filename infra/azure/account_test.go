@@ -13,6 +13,7 @@ import (
 
 	"fngateway/infra/azure"
 	"fngateway/internal/emulators"
+	"fngateway/internal/testutil"
 )
 
 // noToken is a credential that is never asked: NewAccount does no I/O.
@@ -68,9 +69,9 @@ func TestIdentityAccount(t *testing.T) {
 	if err != nil {
 		t.Fatalf("NewAccount: %v", err)
 	}
-	ctx := testContext(t)
+	ctx := testutil.Context(t)
 	store := acct.Store()
-	c := uniqueName("identity")
+	c := testutil.UniqueName("identity")
 	keyA, keyB := c+"/a", c+"/b"
 	body := []byte("token auth")
 	if _, err := store.Put(ctx, keyA, body, ""); err != nil {
@@ -129,7 +130,7 @@ func TestIdentityAccount(t *testing.T) {
 		t.Fatal("Get with an unacceptable token: no error")
 	}
 
-	queue, err := acct.Queue(uniqueName("identity"))
+	queue, err := acct.Queue(testutil.UniqueName("identity"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +140,7 @@ func TestIdentityAccount(t *testing.T) {
 	if m := receiveOne(t, queue, 30*time.Second, 5*time.Second); string(m.Body) != "token auth" {
 		t.Fatalf("received %q, want %q", m.Body, "token auth")
 	}
-	if err := acct.Notifier().Notify(ctx, uniqueName("topic"), []byte("n")); err != nil {
+	if err := acct.Notifier().Notify(ctx, testutil.UniqueName("topic"), []byte("n")); err != nil {
 		t.Fatalf("Notify: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"fngateway/internal/emulators"
+	"fngateway/internal/testutil"
 )
 
 // TestPoisonQueue: the poison queue of <queue> is <queue>-poison; a
@@ -15,9 +16,9 @@ import (
 // Delete removes it. A poison queue that does not exist holds nothing.
 func TestPoisonQueue(t *testing.T) {
 	az := emulators.StartAzurite(t)
-	ctx := testContext(t)
+	ctx := testutil.Context(t)
 	acct := newAccount(t, az)
-	name := uniqueName("dl")
+	name := testutil.UniqueName("dl")
 	pq, err := acct.PoisonQueue(name)
 	if err != nil {
 		t.Fatal(err)

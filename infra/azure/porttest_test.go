@@ -6,6 +6,7 @@ import (
 	"fngateway/core/async"
 	"fngateway/core/async/porttest"
 	"fngateway/internal/emulators"
+	"fngateway/internal/testutil"
 )
 
 // TestStorePort runs core/async's Store conformance suite against Blob storage
@@ -22,7 +23,7 @@ func TestQueuePort(t *testing.T) {
 	t.Parallel()
 	acct := newAccount(t, emulators.StartAzurite(t))
 	porttest.TestQueue(t, func(t *testing.T) async.Queue {
-		name := uniqueName("q")
+		name := testutil.UniqueName("q")
 		q, err := acct.Queue(name)
 		if err != nil {
 			t.Fatalf("Queue(%q): %v", name, err)

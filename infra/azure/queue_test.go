@@ -13,6 +13,7 @@ import (
 	"fngateway/core/async"
 	"fngateway/infra/azure"
 	"fngateway/internal/emulators"
+	"fngateway/internal/testutil"
 )
 
 // rawQueue is a plain SDK client on the named queue, to look at what
@@ -29,9 +30,9 @@ func rawQueue(tb testing.TB, az *emulators.Azurite, name string) *azqueue.QueueC
 // receiveOne polls q until it returns a message.
 func receiveOne(tb testing.TB, q *azure.Queue, visibility, timeout time.Duration) async.Message {
 	tb.Helper()
-	ctx := testContext(tb)
+	ctx := testutil.Context(tb)
 	var got async.Message
-	eventually(tb, timeout, "receive a message", func() bool {
+	testutil.Eventually(tb, timeout, "receive a message", func() bool {
 		msgs, err := q.Receive(ctx, 1, visibility)
 		if err != nil {
 			tb.Fatalf("Receive: %v", err)
@@ -58,7 +59,7 @@ func TestQueue(t *testing.T) {
 	acct := newAccount(t, az)
 	newQueue := func(t *testing.T) (*azure.Queue, string) {
 		t.Helper()
-		name := uniqueName("q")
+		name := testutil.UniqueName("q")
 		q, err := acct.Queue(name)
 		if err != nil {
 			t.Fatalf("Queue(%q): %v", name, err)
@@ -68,7 +69,7 @@ func TestQueue(t *testing.T) {
 
 	t.Run("WireFormat", func(t *testing.T) {
 		t.Parallel()
-		ctx := testContext(t)
+		ctx := testutil.Context(t)
 		q, name := newQueue(t)
 		if msgs, err := q.Receive(ctx, 5, time.Second); err != nil || msgs == nil || len(msgs) != 0 {
 			t.Fatalf("Receive on a missing queue = %v, %v; want an empty slice", msgs, err)
@@ -103,7 +104,7 @@ func TestQueue(t *testing.T) {
 
 	t.Run("BatchWithUndecodable", func(t *testing.T) {
 		t.Parallel()
-		ctx := testContext(t)
+		ctx := testutil.Context(t)
 		q, name := newQueue(t)
 		if err := q.Enqueue(ctx, []byte("good"), 0); err != nil {
 			t.Fatalf("Enqueue: %v", err)
@@ -112,7 +113,7 @@ func TestQueue(t *testing.T) {
 			t.Fatalf("raw enqueue: %v", err)
 		}
 		var bodies []string
-		eventually(t, 5*time.Second, "receive both messages", func() bool {
+		testutil.Eventually(t, 5*time.Second, "receive both messages", func() bool {
 			msgs, err := q.Receive(ctx, 32, 30*time.Second)
 			if err != nil {
 				t.Fatalf("Receive: %v", err)
@@ -129,7 +130,7 @@ func TestQueue(t *testing.T) {
 
 	t.Run("MessageSize", func(t *testing.T) {
 		t.Parallel()
-		ctx := testContext(t)
+		ctx := testutil.Context(t)
 		q, _ := newQueue(t)
 		if err := q.Enqueue(ctx, bytes.Repeat([]byte{0xab}, azure.MaxMessageSize), 0); err != nil {
 			t.Fatalf("Enqueue of MaxMessageSize bytes: %v", err)
@@ -145,7 +146,7 @@ func TestQueue(t *testing.T) {
 
 	t.Run("Extend", func(t *testing.T) {
 		t.Parallel()
-		ctx := testContext(t)
+		ctx := testutil.Context(t)
 		q, _ := newQueue(t)
 		body := []byte(`{"v":1,"id":"0123456789abcdef0123456789abcdef"}`)
 		if err := q.Enqueue(ctx, body, 0); err != nil {
@@ -191,9 +192,9 @@ func TestQueue(t *testing.T) {
 
 	t.Run("Notify", func(t *testing.T) {
 		t.Parallel()
-		ctx := testContext(t)
+		ctx := testutil.Context(t)
 		n := acct.Notifier()
-		topic := uniqueName("topic")
+		topic := testutil.UniqueName("topic")
 		body := []byte(`{"RequestGuid":"abc","Status":"Queued","Timestamp":"2026-01-01T00:00:00Z","topicName":"` + topic + `"}`)
 		if err := n.Notify(ctx, topic, body); err != nil {
 			t.Fatalf("Notify: %v", err)
@@ -217,10 +218,10 @@ func TestQueue(t *testing.T) {
 	// and stays missing; a queue Terraform made is sent to.
 	t.Run("NotifyNoCreate", func(t *testing.T) {
 		t.Parallel()
-		ctx := testContext(t)
+		ctx := testutil.Context(t)
 		n := acct.Notifier()
 		n.NoCreate = true
-		missing := uniqueName("missing")
+		missing := testutil.UniqueName("missing")
 		err := n.Notify(ctx, missing, []byte("x"))
 		if err == nil || !strings.Contains(err.Error(), "queue "+missing+" does not exist") {
 			t.Fatalf("Notify to a missing queue: %v; want an error naming it", err)
@@ -228,7 +229,7 @@ func TestQueue(t *testing.T) {
 		if _, err := rawQueue(t, az, missing).GetProperties(ctx, nil); err == nil {
 			t.Fatalf("queue %s exists after Notify with NoCreate", missing)
 		}
-		made := uniqueName("made")
+		made := testutil.UniqueName("made")
 		if _, err := rawQueue(t, az, made).Create(ctx, nil); err != nil {
 			t.Fatalf("Create: %v", err)
 		}

@@ -13,6 +13,7 @@ import (
 	"fngateway/core/async"
 	"fngateway/infra/azure"
 	"fngateway/internal/emulators"
+	"fngateway/internal/testutil"
 )
 
 // TestStore runs what is specific to the Blob Store against one Azurite
@@ -26,7 +27,7 @@ func TestStore(t *testing.T) {
 
 	t.Run("InvalidKey", func(t *testing.T) {
 		t.Parallel()
-		ctx := testContext(t)
+		ctx := testutil.Context(t)
 		for _, key := range []string{"", "nocontainer", "UPPER/blob", "ab/blob", "good-container/", "bad--name/blob"} {
 			_, _, err := store.Get(ctx, key)
 			if err == nil || errors.Is(err, async.ErrNotFound) {
@@ -48,8 +49,8 @@ func TestStore(t *testing.T) {
 // client: they read their one blob and nothing else, and a changed
 // signature is refused.
 func testSignURL(t *testing.T, store *azure.Store, client *http.Client) {
-	ctx := testContext(t)
-	c := uniqueName("sas")
+	ctx := testutil.Context(t)
+	c := testutil.UniqueName("sas")
 	keyA, keyB := c+"/req/a/data", c+"/req/b/data"
 	bodyA := []byte("result body A \x00\xff")
 	for key, body := range map[string][]byte{keyA: bodyA, keyB: []byte("B")} {

@@ -37,7 +37,7 @@ const (
 const azuriteMinNode = 22
 
 // azuriteReadyTimeout bounds the wait for Azurite to listen.
-const azuriteReadyTimeout = 60 * time.Second // room for a loaded 2-core machine
+const azuriteReadyTimeout = 3 * time.Minute // liveness only: an exit ends the wait at once; room for a loaded 2-core machine
 
 // azuriteStopGrace is how long Stop waits after SIGTERM before SIGKILL.
 const azuriteStopGrace = 5 * time.Second

@@ -27,7 +27,7 @@ const (
 )
 
 // fauxqsReadyTimeout bounds the wait for fauxqs to listen.
-const fauxqsReadyTimeout = 60 * time.Second // room for a loaded 2-core machine
+const fauxqsReadyTimeout = 3 * time.Minute // liveness only: an exit ends the wait at once; room for a loaded 2-core machine
 
 // fauxqsScript serves fauxqs's app on loopback only: its own command line
 // listens on every interface, so the app is started here instead, with the

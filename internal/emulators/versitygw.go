@@ -19,7 +19,7 @@ const (
 )
 
 // versitygwReadyTimeout bounds the wait for versitygw to listen.
-const versitygwReadyTimeout = 60 * time.Second // room for a loaded 2-core machine
+const versitygwReadyTimeout = 3 * time.Minute // liveness only: an exit ends the wait at once; room for a loaded 2-core machine
 
 // Versitygw is a running (or stopped) versitygw, an S3-compatible server,
 // on a loopback port chosen at start. Its posix backend keeps buckets as
