@@ -73,7 +73,7 @@ func (e *scopeHeaderError) Error() string {
 // checked for the gateway, or the identity it verified: a host states its
 // own (the Lambda and Azure adapters), and Strip is the one function that
 // removes them from a request before anything else sees it
-// (docs/security.md, "What the platform checked stays at the gateway").
+// (docs/security.md, "What callers' credentials become").
 // A plain value, safe to share.
 type Credentials struct {
 	// Names are header names removed in every spelling (HeaderIs).
