@@ -1,7 +1,5 @@
 package core
 
-import "net/http"
-
 // HeaderKey is a header name as every deny-list of the gateway compares it:
 // lower case, with '_' read as '-'. Servers disagree on what one name is:
 // net/http keeps X_Ms_Client_Principal_Id apart from
@@ -58,16 +56,6 @@ func headerByte(c byte) byte {
 		return c + 'a' - 'A'
 	}
 	return c
-}
-
-// deleteHeader removes from h every spelling of the header names (HeaderIs)
-// and of the prefixes (HeaderHasPrefix).
-func deleteHeader(h http.Header, names, prefixes []string) {
-	for k := range h {
-		if headerIn(k, names, prefixes) {
-			delete(h, k)
-		}
-	}
 }
 
 // headerIn reports whether k is one of names or starts with one of
