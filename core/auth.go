@@ -60,8 +60,8 @@ func authHeaders(h http.Header, a *BackendAuth) {
 	}
 	delete(h, "Authorization")
 	if a.Type == AuthSigV4 {
-		delete(h, "X-Amz-Date")
-		delete(h, "X-Amz-Security-Token")
-		delete(h, "X-Amz-Content-Sha256")
+		for _, k := range sigV4Replaced {
+			delete(h, k) // Admit refuses every other spelling
+		}
 	}
 }

@@ -45,10 +45,6 @@ import (
 // the request's method from instead of its request line.
 var methodOverrideHeaders = []string{"x-http-method-override", "x-http-method", "x-method-override"}
 
-// sigV4Replaced are the client headers a SigV4 signature sets: authHeaders
-// removes them (as canonical keys) and the signer sets its own.
-var sigV4Replaced = []string{"X-Amz-Date", "X-Amz-Security-Token", "X-Amz-Content-Sha256"}
-
 // guardedPrefixes are the control namespaces of the clouds' services: the
 // headers there select operations, sources, ACLs and keys.
 var guardedPrefixes = []string{"x-amz-", "x-ms-"}
@@ -179,13 +175,13 @@ func (r *Route) Admit(method string, header http.Header, rawQuery string) *Error
 		rule = r.Auth.rule()
 	}
 	for k := range header {
-		n := headerKey(k)
+		n := HeaderKey(k)
 		switch {
 		case slices.Contains(methodOverrideHeaders, n):
 			refused = append(refused, k)
 			why = "it would change the method, and this route allows " + strings.Join(allow, ", ")
 		case r.Auth == nil:
-		case r.Auth.ClientAuthorizationHeader != "" && n == headerKey(r.Auth.ClientAuthorizationHeader):
+		case r.Auth.ClientAuthorizationHeader != "" && n == HeaderKey(r.Auth.ClientAuthorizationHeader):
 			refused = append(refused, k)
 			why = "the gateway sets it on this route, to the caller's own Authorization; a client cannot"
 		case r.Auth.Type == AuthSigV4 && slices.Contains(sigV4Replaced, k):
@@ -248,14 +244,14 @@ func (r *Route) admitQuery(rawQuery string, rule serviceRule) *Error {
 	return notAllowed(ReasonQueryNotAllowed, "query parameter", refused, why)
 }
 
-// allowsHeader reports whether n, a guarded header key (headerKey), is
+// allowsHeader reports whether n, a guarded header key (HeaderKey), is
 // passed by the service's rule or named by the route.
 func (r *Route) allowsHeader(n string, rule serviceRule) bool {
 	if slices.Contains(rule.headers, n) {
 		return true
 	}
 	for _, a := range r.AllowHeaders {
-		a = headerKey(a)
+		a = HeaderKey(a)
 		if p, ok := strings.CutSuffix(a, "*"); ok {
 			if strings.HasPrefix(n, p) {
 				return true
@@ -308,13 +304,7 @@ func notAllowed(reason Reason, what string, names []string, why string) *Error {
 	return &Error{Reason: reason, Message: msg + ": " + why, Err: &NotAllowedError{Names: names}}
 }
 
-// headerKey is the header name k as the rule compares it: lower case, with
-// '_' read as '-' (some servers take X_Amz_Acl for X-Amz-Acl).
-func headerKey(k string) string {
-	return strings.ReplaceAll(strings.ToLower(k), "_", "-")
-}
-
-// guarded reports whether n (a headerKey) is in a control namespace.
+// guarded reports whether n (a HeaderKey) is in a control namespace.
 func guarded(n string) bool {
 	for _, p := range guardedPrefixes {
 		if strings.HasPrefix(n, p) {
@@ -370,7 +360,7 @@ func (r *Route) parseCapability(rj *routeJSON) error {
 // checkAllowHeader says why h cannot be an allowHeaders entry of r.
 func (r *Route) checkAllowHeader(h string) error {
 	name, prefix := strings.CutSuffix(h, "*")
-	n := headerKey(name)
+	n := HeaderKey(name)
 	switch {
 	case !IsToken(name):
 		return errors.New("want a header name, or a prefix ending in -*, such as x-amz-meta-*")
@@ -378,7 +368,7 @@ func (r *Route) checkAllowHeader(h string) error {
 		return errors.New("want an x-amz-* or x-ms-* header: other headers pass anyway")
 	case prefix && (!strings.HasSuffix(n, "-") || slices.Contains(guardedPrefixes, n)):
 		return errors.New("want a prefix narrower than the namespace, ending in -*, such as x-amz-meta-*")
-	case slices.ContainsFunc(sigV4Replaced, func(s string) bool { return headerKey(s) == n }):
+	case slices.ContainsFunc(sigV4Replaced, func(s string) bool { return HeaderKey(s) == n }):
 		return errors.New("the signature sets it; it cannot be allowed")
 	}
 	return nil

@@ -308,7 +308,7 @@ func FuzzAdmit(f *testing.F) {
 					// A refused header was sent, and is one the oracle
 					// refuses too, or a signature header spelt otherwise
 					// than the gateway replaces it.
-					spelt := slices.ContainsFunc(sigV4Replaced, func(s string) bool { return headerKey(s) == headerKey(n) && s != n })
+					spelt := slices.ContainsFunc(sigV4Replaced, func(s string) bool { return HeaderKey(s) == HeaderKey(n) && s != n })
 					if _, ok := h[n]; !ok || rc.oracle.headerOK(n) && !spelt {
 						t.Fatalf("header %q refused (%v): not sent, or allowed", n, e)
 					}
@@ -333,7 +333,7 @@ func FuzzAdmit(f *testing.F) {
 		out := buildOutgoing(context.Background(), &Request{Method: method, Path: path, RawQuery: rawQuery, Header: h, Route: r},
 			path, r.Hosts[0], time.Second)
 		for k, v := range out.Header {
-			if ca := rc.oracle.clientAuth; ca != "" && headerKey(k) == ca && slices.Equal(v, h["Authorization"]) {
+			if ca := rc.oracle.clientAuth; ca != "" && HeaderKey(k) == ca && slices.Equal(v, h["Authorization"]) {
 				continue // the gateway moved the caller's Authorization there
 			}
 			if !rc.oracle.headerOK(k) {

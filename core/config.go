@@ -123,6 +123,13 @@ type Settings struct {
 	// to the gateway's own endpoints (/_gateway/: status and operation
 	// URIs, stats, health, result reads); debug silences them.
 	GatewayEndpointLogLevel LogLevel `default:"info"`
+
+	// MaxResponseHeaderBytes bounds the header section of a backend's
+	// answer (the upstream transport's MaxResponseHeaderBytes): an answer
+	// whose status line and headers pass it fails its attempt (502
+	// BackendUnavailable once the attempts are spent), never relayed.
+	// 1 MiB, net/http's DefaultMaxHeaderBytes for a request's headers.
+	MaxResponseHeaderBytes Count `default:"1048576"`
 }
 
 // MaxAsyncInlineResultBytes bounds AsyncInlineResultBytes: 4 MiB, which
@@ -542,6 +549,9 @@ func ParseProfiles(data []byte) (Profiles, error) {
 		if c := p.Async.ContainerName; c != "" && !ValidContainer(c) {
 			return nil, fmt.Errorf("profile %q: async-config.containername %q: want 3-63 lowercase letters, digits and single hyphens", p.UserID, c)
 		}
+		if why := ReservedContainer(p.Async.ContainerName); why != "" {
+			return nil, fmt.Errorf("profile %q: async-config.containername %q is reserved (%s): want a container of the profile's own", p.UserID, p.Async.ContainerName, why)
+		}
 		out[p.UserID] = p
 	}
 	return out, nil
@@ -597,6 +607,28 @@ func trimKey(s string) string {
 		return s[:64] + "…"
 	}
 	return s
+}
+
+// StateContainer is the container of the async engine's state: records,
+// request bodies and the idempotency index (core/async's key prefixes).
+const StateContainer = "gateway"
+
+// ReservedContainer says why no profile's results may go to container c,
+// or returns "" when they may: the gateway's state container
+// (StateContainer), the Azure module's deployment package container
+// (app-package), and the Azure Functions host's own containers
+// (azure-webjobs-hosts, azure-webjobs-secrets: every azure-webjobs-
+// name) in the storage account the gateway shares with it.
+func ReservedContainer(c string) string {
+	switch {
+	case c == StateContainer:
+		return "the gateway's state: records, request bodies, the idempotency index"
+	case c == "app-package":
+		return "the Azure module's deployment package"
+	case strings.HasPrefix(c, "azure-webjobs-"):
+		return "the Azure Functions host's own"
+	}
+	return ""
 }
 
 // ValidContainer reports whether s is a valid container name: 3 to 63

@@ -71,6 +71,11 @@ func TestDecoders(t *testing.T) {
 		{"Routes timeout beyond the cap", new(Routes).Decode, `[{"prefix":"/a","timeoutMs":400000000000}]`, "timeoutMs: want at most ten years (315360000000 ms)"},
 		{"Profiles no id", new(Profiles).Decode, `[{"async-config":{}}]`, "userId"},
 		{"Profiles bad container", new(Profiles).Decode, `[{"userId":"u","async-config":{"containername":"Bad_Name"}}]`, "containername"},
+		// Issue 34: the state container, and the Azure host's own.
+		{"Profiles state container", new(Profiles).Decode, `[{"userId":"u","async-config":{"containername":"gateway"}}]`, `profile "u": async-config.containername "gateway" is reserved (the gateway's state`},
+		{"Profiles Functions host container", new(Profiles).Decode, `[{"userId":"u","async-config":{"containername":"azure-webjobs-secrets"}}]`, `"azure-webjobs-secrets" is reserved`},
+		{"Profiles deployment container", new(Profiles).Decode, `[{"userId":"u","async-config":{"containername":"app-package"}}]`, `"app-package" is reserved`},
+		{"Profiles default result container", new(Profiles).Decode, `[{"userId":"u","async-config":{"containername":"gateway-results"}}]`, ""},
 		{"Profiles missing file", new(Profiles).Decode, `file:/nonexistent/profiles.json`, "readable JSON file"},
 	}
 	for _, tt := range tests {
@@ -293,6 +298,7 @@ func FuzzParseRoutes(f *testing.F) {
 func FuzzParseProfiles(f *testing.F) {
 	f.Add(`[{"userId":"u","async-config":{"enabled":true,"containername":"abc","topic":"t"}}]`)
 	f.Add(`[{"userId":""}]`)
+	f.Add(`[{"userId":"u","async-config":{"containername":"gateway"}}]`)
 	f.Fuzz(func(t *testing.T, in string) {
 		ps, err := ParseProfiles([]byte(in))
 		if err != nil {
@@ -302,7 +308,7 @@ func FuzzParseProfiles(f *testing.F) {
 			if id == "" || id != p.UserID {
 				t.Fatalf("profile keyed %q has userId %q", id, p.UserID)
 			}
-			if c := p.Async.ContainerName; c != "" && !ValidContainer(c) {
+			if c := p.Async.ContainerName; c != "" && !ValidContainer(c) || c == StateContainer || strings.HasPrefix(c, "azure-webjobs-") {
 				t.Fatalf("accepted container name %q", c)
 			}
 		}

@@ -20,6 +20,11 @@ func TestDropQueryParams(t *testing.T) {
 		{"a=1&&b=2", []string{"code"}, "a=1&&b=2"},
 		{"%zz=1&code=k", []string{"code"}, "%zz=1"},
 		{"X-Amz-Signature=s&x-amz-credential=c&X-Amz-Date=d&q=1", SigV4QueryParams, "q=1"},
+		// ';' splits too, where some servers split (issue 34).
+		{"keep=1;X-Amz-Signature=s", SigV4QueryParams, "keep=1"},
+		{"a=1;code=k&b=2", []string{"code"}, "a=1&b=2"},
+		{"code=k;b=2;c", []string{"code"}, "b=2;c"},
+		{"a=1;b=2", []string{"code"}, "a=1;b=2"},
 	}
 	for _, tt := range tests {
 		if got := DropQueryParams(tt.raw, tt.names...); got != tt.want {
@@ -35,13 +40,15 @@ func FuzzDropQueryParams(f *testing.F) {
 	for _, s := range []string{"a=1&code=k", "cod%65=1", "CODE", "&&", "code=%zz&b", "x=code&code=x"} {
 		f.Add(s)
 	}
+	f.Add("keep=1;code=k")
+	f.Add(";code;&a")
+	split := func(q string) []string {
+		return strings.FieldsFunc(q, func(r rune) bool { return r == '&' || r == ';' })
+	}
 	f.Fuzz(func(t *testing.T, raw string) {
 		got := DropQueryParams(raw, "code")
-		var left []string
-		if got != "" {
-			left = strings.Split(got, "&")
-		}
-		in := strings.Split(raw, "&")
+		left := split(got)
+		in := split(raw)
 		i := 0
 		for _, p := range left {
 			name, _, _ := strings.Cut(p, "=")

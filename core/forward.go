@@ -665,10 +665,11 @@ func (o *outgoing) build(ctx context.Context, req *Request, path string, host *u
 	u := &o.url
 	var body io.ReadCloser = http.NoBody
 	var getBody func() (io.ReadCloser, error)
+	var trailer http.Header
 	contentLength := int64(0)
 	switch {
 	case req.BodyStream != nil:
-		body = io.NopCloser(req.BodyStream)
+		trailer, body = forwardTrailer(req, io.NopCloser(req.BodyStream))
 		contentLength = -1
 		if cl, err := strconv.ParseInt(req.Header.Get("Content-Length"), 10, 64); err == nil {
 			contentLength = cl
@@ -678,7 +679,7 @@ func (o *outgoing) build(ctx context.Context, req *Request, path string, host *u
 		body = io.NopCloser(bytes.NewReader(b))
 		contentLength = int64(len(b))
 		getBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
-		if len(req.Trailer) > 0 {
+		if trailer, _ = forwardTrailer(req, nil); trailer != nil {
 			contentLength = -1 // trailers need chunked framing
 		}
 	}
@@ -696,8 +697,8 @@ func (o *outgoing) build(ctx context.Context, req *Request, path string, host *u
 	}).WithContext(ctx)
 	if contentLength == 0 {
 		out.Body = nil
-	} else if len(req.Trailer) > 0 {
-		out.Trailer = req.Trailer
+	} else {
+		out.Trailer = trailer
 	}
 	return out
 }

@@ -59,8 +59,8 @@ const (
 	PayloadBytes PayloadForm = iota
 	// PayloadJSON: the whole answer is one JSON document, as Lambda's
 	// payload format 2.0 responses are: status and headers as JSON
-	// members, the body a JSON string when TextBody says it is text and
-	// base64 otherwise.
+	// members, the body a JSON string or base64, as PayloadMeter.Base64
+	// decides.
 	PayloadJSON
 )
 
@@ -198,24 +198,53 @@ func (m *PayloadMeter) Least(more int64) int64 {
 		return b64
 	}
 	// Still text: each further byte costs at least one as a JSON string,
-	// unless an invalid byte turns the body to base64 after all.
+	// and the host sends the cheaper form (Base64), so the least is the
+	// lesser of the two.
 	return min(m.head+m.escaped+int64(m.np)+more, b64)
 }
 
-// Cost returns what the answer costs once its body is complete: the
-// JSON string or the base64 form, whichever the host will send.
+// Cost returns what the answer costs once its body is complete, in the
+// encoding Base64 chooses: what the host sends is what the cap counts.
 func (m *PayloadMeter) Cost() int64 {
-	if m.form == PayloadBytes {
+	switch {
+	case m.form == PayloadBytes:
 		return m.n
+	case m.Base64():
+		return m.head + int64(base64.StdEncoding.EncodedLen(int(m.n)))
 	}
-	if m.text && m.np == 0 {
-		return m.head + m.escaped
+	return m.head + m.escaped
+}
+
+// Base64 reports whether a PayloadJSON answer whose body is what has been
+// written to m, complete, carries its body base64-encoded rather than as a
+// JSON string. It is the one rule of the encoding: a host that carries
+// answers as JSON encodes by it (PayloadBase64), and Cost and Least count
+// by it. A body travels base64-encoded unless it is clearly text — empty,
+// or of a textual media type (TextMediaType), valid UTF-8 and with no
+// rune cut at its end — and its JSON string is no longer than its base64:
+// control characters (6 bytes each as \u00XX, as in ANSI colour escapes),
+// backslashes and quotes (2 each) and U+2028/U+2029 (6 each) can make a
+// JSON string up to six times the body, base64 never more than 4/3 of it.
+// Either way the client gets the same bytes: Lambda decodes a body whose
+// isBase64Encoded is true. False for PayloadBytes.
+func (m *PayloadMeter) Base64() bool {
+	if m.form != PayloadJSON || m.n == 0 {
+		return false
 	}
-	return m.head + int64(base64.StdEncoding.EncodedLen(int(m.n)))
+	return !m.text || m.np > 0 || m.escaped > int64(base64.StdEncoding.EncodedLen(int(m.n)))
+}
+
+// PayloadBase64 reports whether a PayloadJSON host carries body, the whole
+// body of an answer with headers h, base64-encoded (PayloadMeter.Base64):
+// the encoder's side of the rule the cap counts by.
+func PayloadBase64(h http.Header, body []byte) bool {
+	m := PayloadMeter{form: PayloadJSON, text: TextMediaType(h.Get("Content-Type"))}
+	m.Write(body)
+	return m.Base64()
 }
 
 // TextMediaType reports whether a body of this Content-Type may travel as
-// a JSON string (TextBody): a textual media type.
+// a JSON string (PayloadMeter.Base64): a textual media type.
 func TextMediaType(contentType string) bool {
 	mt, _, err := mime.ParseMediaType(contentType)
 	if err != nil {
@@ -224,16 +253,4 @@ func TextMediaType(contentType string) bool {
 	return strings.HasPrefix(mt, "text/") || mt == "application/json" || strings.HasSuffix(mt, "+json") ||
 		mt == "application/xml" || strings.HasSuffix(mt, "+xml") || mt == "application/javascript" ||
 		mt == "application/x-www-form-urlencoded"
-}
-
-// TextBody reports whether a body with this Content-Type is clearly text
-// that survives as a JSON string: empty, or a textual media type and valid
-// UTF-8. A host that carries answers as JSON (PayloadJSON) base64-encodes
-// anything else, so binary bytes reach the client unchanged; PayloadMeter
-// counts by the same rule.
-func TextBody(contentType string, b []byte) bool {
-	if len(b) == 0 {
-		return true
-	}
-	return TextMediaType(contentType) && utf8.Valid(b)
 }

@@ -118,7 +118,7 @@ func isUnderscoreForm(k string) bool {
 	if !strings.Contains(k, "_") {
 		return false
 	}
-	d := strings.ReplaceAll(k, "_", "-")
+	d := HeaderKey(k)
 	return isForwardingHeader(d) || isAddressHeader(d)
 }
 
@@ -213,4 +213,35 @@ func (t TrustedProxies) believedChain(values []string) string {
 		keep[i], keep[j] = keep[j], keep[i]
 	}
 	return strings.Join(keep, ", ")
+}
+
+// PopPlatformHop removes from h's X-Forwarded-For the last entry, the one
+// a platform's front end appended for the client it accepted (a Lambda
+// Function URL or API Gateway, App Service's front end before the
+// Functions host), and returns it as an address: the one function both
+// hosts pop that hop with. Only that hop is the platform's: the entries
+// before it, which the client wrote, stay (comma-joined) for
+// TrustedProxies to judge, and none left removes the header. When the
+// last entry is not an address, or differs from want where want is valid,
+// nothing is removed and the zero Addr is returned.
+func PopPlatformHop(h http.Header, want netip.Addr) netip.Addr {
+	v := h["X-Forwarded-For"]
+	if len(v) == 0 {
+		return netip.Addr{}
+	}
+	all := strings.Join(v, ",")
+	rest, last := "", all
+	if i := strings.LastIndexByte(all, ','); i >= 0 {
+		rest, last = all[:i], all[i+1:]
+	}
+	a := ParseHop(last)
+	if !a.IsValid() || want.IsValid() && a != want {
+		return netip.Addr{}
+	}
+	if rest = strings.TrimSpace(rest); rest == "" {
+		delete(h, "X-Forwarded-For")
+	} else {
+		h["X-Forwarded-For"] = []string{rest}
+	}
+	return a
 }

@@ -224,8 +224,10 @@ func (gw *gateway) abandon(ctx context.Context) {
 // Lambda handler, the Functions server) its run path builds.
 func assemble(ctx context.Context, s *core.Settings, host core.HostCaps, logger *slog.Logger) (_ *gateway, err error) {
 	stats := &core.Stats{}
+	transport := core.NewTransport()
+	transport.MaxResponseHeaderBytes = int64(s.MaxResponseHeaderBytes)
 	fwd := &core.Forwarder{
-		Transport:   core.NewTransport(),
+		Transport:   transport,
 		BackoffBase: s.RetryBackoffMs.D(),
 		Stats:       stats,
 	}

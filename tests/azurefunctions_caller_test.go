@@ -29,7 +29,9 @@ func principalHeaders(id string) map[string]string {
 // look-alikes (X-Real-IP, True-Client-IP, X-Client-IP, X_Forwarded_For) from
 // the client are dropped; and X-MS-CLIENT-PRINCIPAL* reach the backend only
 // with WEBSITE_AUTH_ENABLED=True, when App Service Authentication set them.
-// Before, all of them went on, whatever the platform said.
+// Before, all of them went on, whatever the platform said. Spellings with
+// '_' (X_MS_CLIENT_PRINCIPAL_ID, X_Functions_Key) and a code parameter
+// after ';' never reach it, with or without authentication (issue 34).
 func TestAzureFunctionsCallerCredentials(t *testing.T) {
 	t.Parallel()
 	for _, authEnabled := range []bool{false, true} {
@@ -56,12 +58,17 @@ func TestAzureFunctionsCallerCredentials(t *testing.T) {
 				"True-Client-IP":  "6.6.6.6",
 				"X-Client-IP":     "6.6.6.6",
 				"X_Forwarded_For": "6.6.6.6",
+				// Spellings with '_', which the platform neither sets nor
+				// removes and a CGI or WSGI backend reads as its headers.
+				"X_MS_CLIENT_PRINCIPAL_ID":   "p-mallory",
+				"X_Ms_Client_Principal_Name": "mallory@example.com",
+				"X_Functions_Key":            "function-key-secret",
 				// What App Service's front end appends: the client.
 				"X-Forwarded-For": "203.0.113.5:51000",
 			} {
 				hdr[k] = v
 			}
-			resp, body, _ := Forward(t, g, "GET", "/api/who?code=function-key-secret&x=1", hdr, "")
+			resp, body, _ := Forward(t, g, "GET", "/api/who?code=function-key-secret&x=1;code=function-key-secret", hdr, "")
 			if resp.StatusCode != 200 {
 				t.Fatalf("forwarded = %d %s; want 200", resp.StatusCode, body)
 			}
@@ -75,6 +82,8 @@ func TestAzureFunctionsCallerCredentials(t *testing.T) {
 				case lk == "x-functions-key", strings.Contains(strings.Join(v, ","), "function-key-secret"):
 					t.Errorf("backend got the function key in %s", k)
 				case lk == "x-real-ip", lk == "true-client-ip", lk == "x-client-ip", lk == "x_forwarded_for":
+					t.Errorf("backend got the client's %s: %q", k, v)
+				case strings.HasPrefix(lk, "x_ms_client_principal"), strings.Contains(strings.Join(v, ","), "mallory"):
 					t.Errorf("backend got the client's %s: %q", k, v)
 				}
 			}

@@ -294,3 +294,103 @@ func TestLambdaAnswerCapStreamMode(t *testing.T) {
 		t.Errorf("function process %d (%v), was %d: the runtime exited", now, err, pid)
 	}
 }
+
+// escapingBackend answers GET /<kind>/<n> with a text/plain body of about
+// n bytes that is small in bytes and large as a JSON string (issue 34):
+// 0x01 bytes, backslashes, quotes, U+2028, ANSI-coloured lines, or ASCII
+// text whose last rune is cut.
+func escapingBackend(tb testing.TB) *httptest.Server {
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		kind, size, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+		n, err := strconv.Atoi(size)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Write(escapingBody(kind, n))
+	}))
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// escapingBody is the body escapingBackend answers /<kind>/<n> with.
+func escapingBody(kind string, n int) []byte {
+	unit := map[string]string{"ctl": "\x01", "backslash": `\`, "quote": `"`, "u2028": "\u2028",
+		"ansi": "\x1b[1;31mE\x1b[0m\n", "cut": "a"}[kind]
+	b := bytes.Repeat([]byte(unit), n/len(unit))
+	if kind == "cut" {
+		b = append(b, "\u20ac"[:2]...) // a euro sign cut after two of its three bytes
+	}
+	return b
+}
+
+// TestLambdaAnswerEncoding: on a 128 MB function answering buffered, the
+// answer cap counts the encoding Lambda is sent (issue 34). Bodies labelled
+// text that cost up to six times their size as a JSON string travel
+// base64-encoded and reach the client whole; text whose last rune is cut,
+// which fits as a JSON string but not as the base64 it must travel as, is
+// 502 ResponseTooLarge. The Runtime API never refuses an answer: the
+// function process stays the same (no runtime exit, no cold start).
+func TestLambdaAnswerEncoding(t *testing.T) {
+	t.Parallel()
+	const functionTimeout = 60 * time.Second
+	backend := escapingBackend(t)
+	f := startFunction(t, productionGateway(t), map[string]string{
+		"Hosts":                           backend.URL,
+		"AWS_LAMBDA_FUNCTION_TIMEOUT":     strconv.Itoa(int(functionTimeout / time.Second)),
+		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": strconv.Itoa(lambdaMemoryMB),
+	})
+	tests := []struct {
+		name, kind string
+		size       int
+		tooLarge   bool
+	}{
+		{"1.2 MB of 0x01 (7.2 MB as a JSON string)", "ctl", 1_200_000, false},
+		{"3.3 MB of backslashes", "backslash", 3_300_000, false},
+		{"3.3 MB of quotes", "quote", 3_300_000, false},
+		{"3.3 MB of U+2028", "u2028", 3_300_000, false},
+		{"4 MB of ANSI-coloured lines", "ansi", 4_000_000, false},
+		{"4.8 MB of text whose last rune is cut (6.4 MB as base64)", "cut", 4_800_000, true},
+	}
+	pid := 0
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, _ := f.invoke(t, httpEvent(t, "lambda-urls-request.json",
+				httpRequest{method: "GET", rawPath: "/" + tt.kind + "/" + strconv.Itoa(tt.size)}))
+			if len(out) > lambdaBufferedPayload {
+				t.Errorf("payload of %d bytes, over the %d the gateway allows itself", len(out), lambdaBufferedPayload)
+			}
+			var a httpAnswer
+			if err := json.Unmarshal(out, &a); err != nil || a.StatusCode == 0 {
+				t.Fatalf("answer %.300q is not an HTTP response (%v)\n%s", out, err, tail(f.rie.Log(), 4000))
+			}
+			body := []byte(a.Body)
+			if a.IsBase64Encoded {
+				var err error
+				if body, err = base64.StdEncoding.DecodeString(a.Body); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tt.tooLarge {
+				if a.StatusCode != http.StatusBadGateway || a.Headers["X-Gateway-Error"] != "ResponseTooLarge" {
+					t.Errorf("answer %d %v %.300s; want 502 ResponseTooLarge", a.StatusCode, a.Headers, body)
+				}
+			} else if want := escapingBody(tt.kind, tt.size); a.StatusCode != http.StatusOK || !a.IsBase64Encoded || !bytes.Equal(body, want) {
+				t.Errorf("answer %d (base64 %v) with %d body bytes; want 200, base64, the backend's %d bytes", a.StatusCode, a.IsBase64Encoded, len(body), len(want))
+			}
+			p, err := f.rie.FunctionPID()
+			if err != nil {
+				t.Fatalf("the function process is gone: %v\n%s", err, tail(f.rie.Log(), 4000))
+			}
+			if pid == 0 {
+				pid = p
+			} else if p != pid {
+				t.Fatalf("function process %d, was %d: the runtime exited and Lambda cold-started", p, pid)
+			}
+		})
+	}
+	if log := f.rie.Log(); strings.Contains(log, "Runtime.ExitError") || strings.Contains(log, "exceeded maximum allowed payload size") {
+		t.Errorf("the runtime reported a refused answer or an exit:\n%s", tail(log, 4000))
+	}
+}

@@ -3,8 +3,11 @@ package azurefunctions
 import (
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strings"
 	"testing"
 
+	"fngateway/core"
 	"fngateway/core/async"
 )
 
@@ -31,6 +34,10 @@ func TestCallerIdentity(t *testing.T) {
 		{"anonymous", true, nil, "", false},
 		{"authentication off: forged", false, principal, "", false},
 		{"authentication off: lower case forged", false, map[string]string{"x-ms-client-principal-id": "p1"}, "", false},
+		// Issue 34: the spellings with '_', which a CGI or WSGI backend
+		// reads as the platform's headers, are forged either way.
+		{"authentication off: '_' forged", false, map[string]string{"X_MS_CLIENT_PRINCIPAL_ID": "p1", "x_ms_client_principal": "e30="}, "", false},
+		{"authentication on: '_' forged", true, map[string]string{"X_MS_CLIENT_PRINCIPAL_ID": "p1", "X_Ms_Client_Principal_Idp": "aad"}, "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -53,6 +60,11 @@ func TestCallerIdentity(t *testing.T) {
 					t.Errorf("header %s reached the HTTP face: %v; want %v", k, ok, tt.wantHeaders)
 				}
 			}
+			for k := range hdr {
+				if strings.Contains(k, "_") {
+					t.Errorf("header %s reached the HTTP face", k)
+				}
+			}
 		})
 	}
 }
@@ -69,6 +81,7 @@ func TestFunctionKeysRemoved(t *testing.T) {
 		{"/r?a=1&code=secret&b=%2F2", "a=1&b=%2F2", "/r?a=1&b=%2F2"},
 		{"/r?CODE=secret&cod%65=s2&a=%20", "a=%20", "/r?a=%20"},
 		{"/r?codes=1&xcode=2", "codes=1&xcode=2", "/r?codes=1&xcode=2"},
+		{"/r?a=1;code=secret", "a=1", "/r?a=1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.target, func(t *testing.T) {
@@ -78,9 +91,10 @@ func TestFunctionKeysRemoved(t *testing.T) {
 			r.Header.Set(headerInvocationID, "inv-1")
 			r.Header.Set("x-functions-key", "secret")
 			r.Header["x-functions-key"] = []string{"secret2"}
+			r.Header["X_Functions_Key"] = []string{"secret3"}
 			s.ServeHTTP(httptest.NewRecorder(), r)
 			for k := range got.Header {
-				if http.CanonicalHeaderKey(k) == "X-Functions-Key" {
+				if core.HeaderKey(k) == "x-functions-key" {
 					t.Errorf("%s reached the HTTP face", k)
 				}
 			}
@@ -89,4 +103,51 @@ func TestFunctionKeysRemoved(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzCallerCredentials: whatever header and query a client sends through
+// the Functions host, no spelling of a function key or an invocation
+// header reaches the HTTP face, nor a code parameter (split at '&' or
+// ';'); an X-MS-CLIENT-PRINCIPAL* header only with authentication on and
+// in a spelling without '_'; and every other header does.
+func FuzzCallerCredentials(f *testing.F) {
+	f.Add("X_MS_CLIENT_PRINCIPAL_ID", "a=1;code=k", true)
+	f.Add("x_functions_key", "CODE=1", false)
+	f.Add("X-Ms-Client-Principal-Name", "x", true)
+	f.Fuzz(func(t *testing.T, name, rawQuery string, authEnabled bool) {
+		if !core.IsToken(name) || strings.ContainsAny(rawQuery, "# ?") {
+			return
+		}
+		r, err := http.NewRequest("GET", "http://127.0.0.1/p?"+rawQuery, nil)
+		if err != nil {
+			return
+		}
+		r.RequestURI = "/p?" + rawQuery
+		r.RemoteAddr = "127.0.0.1:1"
+		r.Header = http.Header{name: {"v"}, "X-Kept": {"k"}, headerInvocationID: {"inv-1"}}
+		var got *http.Request
+		s := &Server{AuthEnabled: authEnabled, Gateway: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = r })}
+		s.ServeHTTP(httptest.NewRecorder(), r)
+		if got == nil {
+			return // answered by the Server itself (the continuation path)
+		}
+		n := core.HeaderKey(name)
+		principal := strings.HasPrefix(n, "x-ms-client-principal")
+		gone := n == "x-functions-key" || n == "x-azure-functions-invocationid" || n == "x-azure-functions-hostversion" ||
+			principal && (!authEnabled || strings.Contains(name, "_"))
+		if _, left := got.Header[name]; left == gone && n != "x-kept" {
+			t.Fatalf("header %q (authentication %v) reached the HTTP face: %v", name, authEnabled, left)
+		}
+		for k := range got.Header {
+			if kn := core.HeaderKey(k); kn == "x-functions-key" || strings.HasPrefix(kn, "x-azure-functions-") {
+				t.Fatalf("header %q reached the HTTP face", k)
+			}
+		}
+		for _, p := range strings.FieldsFunc(got.URL.RawQuery, func(c rune) bool { return c == '&' || c == ';' }) {
+			k, _, _ := strings.Cut(p, "=")
+			if u, err := url.QueryUnescape(k); err == nil && strings.EqualFold(u, "code") {
+				t.Fatalf("query %q: %q reached the HTTP face", rawQuery, p)
+			}
+		}
+	})
 }

@@ -3,6 +3,7 @@ package azurefunctions
 import (
 	"crypto/tls"
 	"net/http"
+	"net/netip"
 	"strings"
 
 	"fngateway/core"
@@ -24,25 +25,11 @@ func platformPeer(r *http.Request) {
 	if !core.ParseHop(r.RemoteAddr).IsLoopback() {
 		return
 	}
-	v := r.Header["X-Forwarded-For"]
-	if len(v) == 0 {
-		return
-	}
-	all := strings.Join(v, ",")
-	rest, last := "", all
-	if i := strings.LastIndexByte(all, ','); i >= 0 {
-		rest, last = all[:i], all[i+1:]
-	}
-	client := core.ParseHop(last)
+	client := core.PopPlatformHop(r.Header, netip.Addr{})
 	if !client.IsValid() {
 		return
 	}
 	r.RemoteAddr = client.String()
-	if rest = strings.TrimSpace(rest); rest == "" {
-		delete(r.Header, "X-Forwarded-For")
-	} else {
-		r.Header["X-Forwarded-For"] = []string{rest}
-	}
 	if strings.EqualFold(strings.TrimSpace(r.Header.Get("X-Forwarded-Proto")), "https") && r.TLS == nil {
 		r.TLS = &tls.ConnectionState{}
 	}

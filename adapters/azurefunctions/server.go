@@ -28,7 +28,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"fngateway/adapters/httpapi"
@@ -147,13 +146,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		w.Write([]byte(`{"status":"ok","host":"azurefunctions"}` + "\n"))
 	default:
-		// The invocation headers are the host's, not the client's.
-		r.Header.Del(headerInvocationID)
-		r.Header.Del(headerHostVersion)
-		dropFunctionKeys(r)
-		if !s.AuthEnabled {
-			dropPrincipal(r.Header)
-		}
+		callerCredentials(s.AuthEnabled).Strip(r)
 		platformPeer(r)
 		ctx := async.WithCaller(r.Context(), principal(r.Header))
 		if dl := s.Limits.HTTPDeadline(arrival, s.Started); !dl.IsZero() {
@@ -169,7 +162,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // authenticated. When authentication is on, the platform's front end
 // removes copies a client sends, so they name a caller the platform
 // verified; when it is off nothing does, and the Server removes them
-// (dropPrincipal). The local host never reads them.
+// (callerCredentials). The local host never reads them.
 const (
 	headerPrincipalID  = "X-Ms-Client-Principal-Id"
 	headerPrincipalIDP = "X-Ms-Client-Principal-Idp"
@@ -178,16 +171,6 @@ const (
 	principalPrefix = "X-Ms-Client-Principal"
 )
 
-// dropPrincipal removes every X-MS-CLIENT-PRINCIPAL* header from h: with
-// App Service Authentication off they are whatever the client wrote.
-func dropPrincipal(h http.Header) {
-	for k := range h {
-		if len(k) >= len(principalPrefix) && strings.EqualFold(k[:len(principalPrefix)], principalPrefix) {
-			delete(h, k)
-		}
-	}
-}
-
 // The places a caller puts an Azure Functions access key: the
 // x-functions-key header and the code query parameter.
 const (
@@ -195,28 +178,34 @@ const (
 	queryFunctionKey  = "code"
 )
 
-// dropFunctionKeys removes the caller's function key (the x-functions-key
-// header, the code query parameter) from r before anything is forwarded:
-// the host checked it for this app, and a backend holding it could call
-// the app's functions itself. The rest of the query stays as written.
-func dropFunctionKeys(r *http.Request) {
-	for k := range r.Header {
-		if strings.EqualFold(k, headerFunctionKey) {
-			delete(r.Header, k)
-		}
+// callerCredentials are what the Functions host and App Service checked
+// or set for the gateway (core.Credentials, stripped from every forwarded
+// request before anything else sees it, in every spelling of their
+// names):
+//
+//   - the invocation headers, the host's own, not the client's;
+//   - the caller's function key (the x-functions-key header, the code
+//     query parameter): the host checked it for this app, and a backend
+//     holding it could call the app's functions itself;
+//   - the X-MS-CLIENT-PRINCIPAL* headers: with App Service Authentication
+//     off (authEnabled false) they are whatever the client wrote, and all
+//     go; with it on the platform sets them, having removed what a client
+//     sent under those names, so its dashed spelling stays — but never a
+//     spelling with '_' (X_MS_CLIENT_PRINCIPAL_ID), which the platform
+//     neither sets nor removes, and which a CGI or WSGI backend reads as
+//     HTTP_X_MS_CLIENT_PRINCIPAL_ID, the platform's header.
+func callerCredentials(authEnabled bool) core.Credentials {
+	if authEnabled {
+		return credentialsAuthOn
 	}
-	q := core.DropQueryParams(r.URL.RawQuery, queryFunctionKey)
-	if q == r.URL.RawQuery {
-		return
-	}
-	r.URL.RawQuery = q
-	r.URL.ForceQuery = false
-	path, _, _ := strings.Cut(r.RequestURI, "?")
-	r.RequestURI = path
-	if q != "" {
-		r.RequestURI += "?" + q
-	}
+	return credentialsAuthOff
 }
+
+var (
+	hostHeaders        = []string{headerInvocationID, headerHostVersion, headerFunctionKey}
+	credentialsAuthOn  = core.Credentials{Names: hostHeaders, Verified: []string{principalPrefix}, Query: []string{queryFunctionKey}}
+	credentialsAuthOff = core.Credentials{Names: hostHeaders, Prefixes: []string{principalPrefix}, Query: []string{queryFunctionKey}}
+)
 
 // principal returns the caller identity App Service authentication
 // verified, as async.WithCaller takes it ("azure-appservice:<provider>:<id>"),

@@ -72,6 +72,17 @@ func (c *answerCap) Write(p []byte) (int, error) {
 	return c.ResponseWriter.Write(p)
 }
 
+// end counts the answer whose body is complete as the host will send it
+// (core.PayloadMeter.Cost, in the encoding the host chooses by the same
+// rule): for a Whole host, an answer whose final encoding passes the
+// limit is over, though its least cost fit while it arrived (a text body
+// whose last rune is cut goes base64).
+func (c *answerCap) end() {
+	if c.limit.Whole && c.meter.Cost() > c.limit.MaxBytes {
+		c.over = true
+	}
+}
+
 // Flush passes a flush on for a streaming host; a Whole host sends
 // nothing before the end anyway.
 func (c *answerCap) Flush() {

@@ -131,6 +131,55 @@ func TestAnswerCap(t *testing.T) {
 	}
 }
 
+// TestAnswerCapFinalEncoding: a Whole host counts the answer, once its
+// body is complete, in the encoding it will send (issue 34). A text body
+// whose last rune is cut travels base64-encoded, so one that fitted as a
+// JSON string while it arrived is 502 ResponseTooLarge at its end; a body
+// of control characters, six times its size as a JSON string, travels
+// base64-encoded and fits.
+func TestAnswerCapFinalEncoding(t *testing.T) {
+	const limit = 10000
+	tests := []struct {
+		name       string
+		body       []byte
+		wantStatus int
+	}{
+		// 7,502 bytes as text, 10,004 as base64: the head takes it over.
+		{"last rune cut", append(bytes.Repeat([]byte("a"), 7500), 0xe2, 0x82), 502},
+		// 36,000 bytes as a JSON string, 8,000 as base64.
+		{"control characters", bytes.Repeat([]byte{1}, 6000), 200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/plain"}},
+					ContentLength: -1, Body: io.NopCloser(bytes.NewReader(tt.body))}, nil
+			})
+			h := &Handler{Settings: testSettings(t, "http://backend.invalid:1"), Forwarder: &core.Forwarder{Transport: rt},
+				Host: core.HostCaps{Name: "test", Response: core.ResponseLimit{MaxBytes: limit, Whole: true, Form: core.PayloadJSON}}}
+			h.Init()
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://gw/x", nil))
+			if w.Code != tt.wantStatus {
+				t.Fatalf("status %d, want %d: %.200q", w.Code, tt.wantStatus, w.Body)
+			}
+			if tt.wantStatus == 502 && w.Header().Get("X-Gateway-Error") != "ResponseTooLarge" {
+				t.Errorf("x-Gateway-Error %q, want ResponseTooLarge", w.Header().Get("X-Gateway-Error"))
+			}
+			if tt.wantStatus == 200 {
+				if !bytes.Equal(w.Body.Bytes(), tt.body) {
+					t.Errorf("body of %d bytes, want the backend's %d", w.Body.Len(), len(tt.body))
+				}
+				m := core.NewPayloadMeter(core.PayloadJSON, w.Header())
+				m.Write(w.Body.Bytes())
+				if !m.Base64() || m.Cost() > limit {
+					t.Errorf("the answer travels base64 %v at %d bytes, want base64 within %d", m.Base64(), m.Cost(), limit)
+				}
+			}
+		})
+	}
+}
+
 // TestAnswerCapHead: the Content-Length of an answer to HEAD announces a
 // body that is not sent: it passes, however large.
 func TestAnswerCapHead(t *testing.T) {

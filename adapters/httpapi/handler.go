@@ -359,6 +359,9 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, res *core.Result
 	}
 	dst.WriteHeader(resp.StatusCode)
 	err := copyBody(dst, resp.Body, flush)
+	if capped != nil && err == nil {
+		capped.end()
+	}
 	if capped != nil && capped.over {
 		if capped.limit.Whole {
 			h.refuseTooLarge(r.Context(), w, capped, res, resp, closing, lg)

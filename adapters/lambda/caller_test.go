@@ -2,9 +2,15 @@ package lambda
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"net/textproto"
+	"net/url"
+	"slices"
+	"strings"
 	"testing"
 
+	"fngateway/core"
 	"fngateway/core/async"
 )
 
@@ -79,11 +85,23 @@ func TestSignatureRemoved(t *testing.T) {
   "headers": {"authorization": "Bearer client-own", "x-amz-date": "20260101T000000Z"},
   "requestContext": {"domainName": "u.lambda-url.us-east-1.on.aws", "http": {"method": "GET", "path": "/my/path", "sourceIp": "198.51.100.7"}}
 }`
+	// Issue 34: a signature after ';', which some servers take as a
+	// separator, and the signature headers spelt with '_', which CGI and
+	// WSGI backends read as the dashed ones.
+	const spelt = `{
+  "version": "2.0", "rawPath": "/my/path", "rawQueryString": "keep=1;X-Amz-Signature=abc;x-amz-security-token=t",
+  "headers": {"x_amz_security_token": "FwoGZXIvYXdzE", "X_Amz_Date": "20260101T000000Z", "x-amz-meta-kept": "k"},
+  "requestContext": {"domainName": "u.lambda-url.us-east-1.on.aws",
+    "authorizer": {"iam": {"accessKey": "AKIA", "accountId": "111122223333", "userArn": "arn:aws:iam::111122223333:user/alice", "userId": "AIDA"}},
+    "http": {"method": "GET", "path": "/my/path", "sourceIp": "198.51.100.7"}}
+}`
 	tests := []struct {
 		name, event        string
 		wantGone, wantKept []string
 		wantQuery, wantURI string
 	}{
+		{"AWS_IAM, ';' and '_' spellings", spelt, []string{"X_amz_security_token", "X_amz_date"},
+			[]string{"X-Amz-Meta-Kept"}, "keep=1", "/my/path?keep=1"},
 		{"AWS_IAM", signed, []string{"Authorization", "X-Amz-Date", "X-Amz-Security-Token", "X-Amz-Content-Sha256"},
 			[]string{"X-Amz-Meta-Kept", "Accept"}, "a=1&b=%2F2", "/my/path?a=1&b=%2F2"},
 		{"AuthType NONE", open, nil, []string{"Authorization", "X-Amz-Date"}, "X-Amz-Signature=abc", "/my/path?X-Amz-Signature=abc"},
@@ -113,4 +131,45 @@ func TestSignatureRemoved(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzSignatureRemoved: behind an AWS_IAM Function URL, whatever header
+// and query a client sends, no spelling of a SigV4 header and no SigV4
+// query parameter (split at '&' or ';') reaches the HTTP face, and every
+// other header does.
+func FuzzSignatureRemoved(f *testing.F) {
+	f.Add("x_amz_security_token", "keep=1;X-Amz-Signature=abc")
+	f.Add("Authorization", "x-amz-credential=a&b")
+	f.Add("x-amz-meta-kept", "a=1")
+	f.Fuzz(func(t *testing.T, name, rawQuery string) {
+		event, err := json.Marshal(map[string]any{
+			"version": "2.0", "rawPath": "/p", "rawQueryString": rawQuery,
+			"headers": map[string]string{name: "v", "x-kept": "k"},
+			"requestContext": map[string]any{"domainName": "u.lambda-url.us-east-1.on.aws",
+				"authorizer": map[string]any{"iam": map[string]string{"userArn": "arn:aws:iam::1:user/a"}},
+				"http":       map[string]string{"method": "GET", "sourceIp": "198.51.100.7"}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := newRequest(context.Background(), event)
+		if err != nil {
+			return // refused whole: nothing reaches the HTTP face
+		}
+		for k := range r.Header {
+			if slices.ContainsFunc(core.SigV4Headers, func(s string) bool { return core.HeaderKey(s) == core.HeaderKey(k) }) {
+				t.Fatalf("header %q reached the HTTP face", k)
+			}
+		}
+		if k := textproto.CanonicalMIMEHeaderKey(name); r.Header[k] == nil && !slices.ContainsFunc(core.SigV4Headers, func(s string) bool { return core.HeaderKey(s) == core.HeaderKey(k) }) &&
+			!strings.EqualFold(k, "Host") && !strings.EqualFold(k, "Content-Length") && !strings.EqualFold(k, "X-Forwarded-For") && !strings.EqualFold(k, "Cookie") {
+			t.Fatalf("header %q removed", name)
+		}
+		for _, p := range strings.FieldsFunc(r.URL.RawQuery, func(c rune) bool { return c == '&' || c == ';' }) {
+			k, _, _ := strings.Cut(p, "=")
+			if u, err := url.QueryUnescape(k); err == nil && slices.ContainsFunc(core.SigV4QueryParams, func(s string) bool { return strings.EqualFold(s, u) }) {
+				t.Fatalf("query %q: %q reached the HTTP face", rawQuery, p)
+			}
+		}
+	})
 }

@@ -106,17 +106,6 @@ func newRequest(ctx context.Context, event []byte) (*http.Request, error) {
 	if err != nil || !strings.HasPrefix(target, "/") {
 		return nil, fmt.Errorf("%w: rawPath %q with rawQueryString %q is not a request target", ErrBadEvent, e.RawPath, e.RawQueryString)
 	}
-	if e.iamSigned() {
-		// A signature in the query string (a presigned Function URL) is
-		// the caller's credential too: see dropSignature.
-		if q := core.DropQueryParams(u.RawQuery, core.SigV4QueryParams...); q != u.RawQuery {
-			u.RawQuery = q
-			target, _, _ = strings.Cut(target, "?")
-			if q != "" {
-				target += "?" + q
-			}
-		}
-	}
 	if e.RequestContext.TimeEpoch > 0 {
 		ctx = core.WithPlatformArrival(ctx, time.UnixMilli(e.RequestContext.TimeEpoch))
 	}
@@ -149,10 +138,10 @@ func newRequest(ctx context.Context, event []byte) (*http.Request, error) {
 	if len(e.Cookies) > 0 {
 		r.Header["Cookie"] = []string{strings.Join(e.Cookies, "; ")}
 	}
-	if e.iamSigned() {
-		dropSignature(r.Header)
+	callerCredentials(e.iamSigned()).Strip(r)
+	if client := core.ParseHop(r.RemoteAddr); client.IsValid() {
+		core.PopPlatformHop(r.Header, client) // the gateway adds the client itself
 	}
-	dropPlatformHop(r.Header, r.RemoteAddr)
 	r.Host = r.Header.Get("Host")
 	if r.Host == "" {
 		r.Host = e.RequestContext.DomainName
@@ -208,40 +197,25 @@ func pathByte(c byte) bool {
 	return strings.IndexByte("-._~!$&'()*+,;=:@/%", c) >= 0
 }
 
-// dropSignature removes the caller's SigV4 headers (core.SigV4Headers)
-// from a request whose signature Lambda verified (AuthType AWS_IAM), before
-// anything else sees it: they sign the caller's request to the Function
-// URL, which anyone holding them could send again within the signature's
-// window, so no backend, record or log may have them; and Authorization,
-// the default IdempotencyScopeHeaders, differs on every signed request.
-// Who the caller is comes from the event instead (callerIdentity).
-func dropSignature(h http.Header) {
-	for _, k := range core.SigV4Headers {
-		delete(h, k)
+// callerCredentials are where Lambda puts the credential of a caller it verified
+// (core.Credentials, stripped from the request before anything else sees
+// it): behind a Function URL with AuthType AWS_IAM, the caller's SigV4
+// signature, in headers (core.SigV4Headers, in every spelling) or in the
+// query string (core.SigV4QueryParams, a presigned Function URL). They
+// sign the caller's request to the Function URL, which anyone holding
+// them could send again within the signature's window, so no backend,
+// record or log may have them; and Authorization, the default
+// IdempotencyScopeHeaders, differs on every signed request. Who the
+// caller is comes from the event instead (callerIdentity). Without IAM
+// the platform checked nothing: the client's headers are its own.
+func callerCredentials(iamSigned bool) core.Credentials {
+	if !iamSigned {
+		return core.Credentials{}
 	}
+	return iamCredentials
 }
 
-// dropPlatformHop removes from X-Forwarded-For the entry the platform
-// appended for the client (sourceIp): the gateway adds the client's
-// address itself, and what came before it is judged by TrustedProxies.
-func dropPlatformHop(h http.Header, sourceIP string) {
-	v := h["X-Forwarded-For"]
-	if len(v) != 1 || sourceIP == "" {
-		return
-	}
-	rest, last := "", v[0]
-	if i := strings.LastIndexByte(v[0], ','); i >= 0 {
-		rest, last = v[0][:i], v[0][i+1:]
-	}
-	if strings.TrimSpace(last) != sourceIP {
-		return
-	}
-	if rest = strings.TrimSpace(rest); rest == "" {
-		delete(h, "X-Forwarded-For")
-	} else {
-		h["X-Forwarded-For"] = []string{rest}
-	}
-}
+var iamCredentials = core.Credentials{Names: core.SigV4Headers, Query: core.SigV4QueryParams}
 
 // serveHTTP answers an HTTP event through the HTTP face, and calls done
 // once the response is complete.

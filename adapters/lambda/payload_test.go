@@ -28,7 +28,7 @@ func checkPayload(tb testing.TB, status int, h http.Header, body []byte) {
 	}
 	hdr, cookies := responseHeaders(h)
 	want := events.LambdaFunctionURLResponse{StatusCode: status, Headers: hdr, Cookies: cookies, Body: string(body)}
-	if !core.TextBody(h.Get("Content-Type"), body) {
+	if core.PayloadBase64(h, body) {
 		want.IsBase64Encoded = true
 		want.Body = string(must(json.Marshal(body))[1:])
 		want.Body = want.Body[:len(want.Body)-1]
@@ -41,6 +41,17 @@ func checkPayload(tb testing.TB, status int, h http.Header, body []byte) {
 	m.Write(body)
 	if int64(len(doc)) > m.Cost() {
 		tb.Fatalf("document of %d bytes, the meter counted %d", len(doc), m.Cost())
+	}
+	// The meter counts the body exactly as it is sent: the JSON string or
+	// base64 between `,"body":"` (which no escaped header can hold) and
+	// the document's closing `"}`.
+	i := bytes.Index(doc, []byte(`,"body":"`))
+	if i < 0 || !bytes.HasSuffix(doc, []byte(`"}`)) {
+		tb.Fatalf("document %.300q has no body member at its end", doc)
+	}
+	head := core.NewPayloadMeter(core.PayloadJSON, h).Cost()
+	if sent, counted := int64(len(doc)-i-len(`,"body":"`)-len(`"}`)), m.Cost()-head; sent != counted {
+		tb.Fatalf("body sent as %d bytes (base64 %v), counted as %d", sent, got.IsBase64Encoded, counted)
 	}
 }
 
@@ -74,6 +85,14 @@ func TestPayload(t *testing.T) {
 		{"text across chunks", "application/json", []byte(euro)},
 		{"binary across chunks", "application/octet-stream", bytes.Repeat([]byte{0, 0xff, 0x80}, payloadChunk)},
 		{"invalid UTF-8 labelled text", "text/plain", []byte("ok\xff")},
+		// The escaping corpus of issue 34: cheaper as base64.
+		{"0x01 as text", "text/plain", bytes.Repeat([]byte{1}, 3*payloadChunk)},
+		{"backslashes", "text/plain", bytes.Repeat([]byte(`\`), 3*payloadChunk)},
+		{"quotes", "application/json", bytes.Repeat([]byte(`"`), 3*payloadChunk)},
+		{"line separators", "text/plain", []byte(strings.Repeat("\u2028", payloadChunk))},
+		{"ANSI colour", "text/plain", bytes.Repeat([]byte("\x1b[1;31mE\x1b[0m\n"), payloadChunk/4)},
+		{"last rune cut", "text/plain", append(bytes.Repeat([]byte("text "), payloadChunk), 0xe2, 0x82)},
+		{"a few escapes stay text", "text/plain", []byte("a \"b\" \\ c\n")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -86,6 +105,11 @@ func TestPayload(t *testing.T) {
 func FuzzPayload(f *testing.F) {
 	f.Add([]byte("héllo\u2028"), true)
 	f.Add([]byte{0, 0xff}, false)
+	f.Add(bytes.Repeat([]byte{1}, 100), true)
+	f.Add(bytes.Repeat([]byte(`\"`), 50), true)
+	f.Add([]byte(strings.Repeat("\u2028", 40)), true)
+	f.Add(bytes.Repeat([]byte("\x1b[31mERR\x1b[0m\n"), 10), true)
+	f.Add([]byte("text\xe2\x82"), true)
 	f.Fuzz(func(t *testing.T, body []byte, text bool) {
 		ct := "application/octet-stream"
 		if text {

@@ -49,6 +49,7 @@ var Classes = map[string]Class{
 	"FunctionTimeoutSecs":        Cold,
 	"InvokeMode":                 Cold,
 	"MaxBufferedBytes":           Cold, // a memory limit: the process-wide body budget
+	"MaxResponseHeaderBytes":     Cold, // the backend transport is built at start-up
 	"AsyncModeEnabled":           Cold, // opens (or not) the store and queue
 	"AsyncStore":                 Cold,
 	"AsyncQueue":                 Cold,
