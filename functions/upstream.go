@@ -15,7 +15,7 @@ import (
 )
 
 // upstreamPolicy gives fwd the upstream policy of CONTRACT §4: the retry
-// budget, outlier ejection, and an Authorizer for each route auth. Cloud
+// budget, outlier ejection, host selection, and an Authorizer for each route auth. Cloud
 // credentials are set up only when a route asks for them: Entra ID tokens
 // from the managed identity (App Service's IDENTITY_ENDPOINT and
 // IDENTITY_HEADER) on Azure or the default credential chain elsewhere;
@@ -24,6 +24,7 @@ import (
 func upstreamPolicy(ctx context.Context, s *core.Settings, fwd *core.Forwarder) error {
 	fwd.RetryBudget = core.NewRetryBudget(int64(s.RetryBudgetPercent), int64(s.RetryBudgetMinConcurrency))
 	fwd.Ejector = &core.Ejector{}
+	fwd.Balancer = &core.Balancer{}
 	var entra azcore.TokenCredential
 	for _, r := range s.Routes {
 		a := r.Auth
