@@ -305,7 +305,7 @@ func (f *Forwarder) attempt(parent context.Context, rt http.RoundTripper, req *R
 	}
 	ctx, cancel := context.WithCancelCause(parent)
 	timer := time.AfterFunc(deadline.Sub(start), func() { cancel(deadlineError{cause}) })
-	ar := &attemptResult{cancel: cancel, ctx: ctx, record: Attempt{Host: host.Host}, budget: &req.Budget, host: host, window: window}
+	ar := &attemptResult{cancel: cancel, ctx: ctx, record: Attempt{Host: host.Host, Label: req.Route.HostLabel(host)}, budget: &req.Budget, host: host, window: window}
 	out := ar.out.build(ar.trace(ctx, rt, req), req, path, host, window)
 	if err := f.authorize(ctx, req, out); err != nil {
 		timer.Stop()

@@ -107,6 +107,7 @@ func (h *Handler) accepted(w http.ResponseWriter, r *http.Request, acc *async.Ac
 	hdr.Set("X-Data-Blob-Uri", data)
 	hdr.Set("X-Header-Blob-Uri", headers)
 	hdr.Set("X-Attempts", "0")
+	lg.stamp(hdr, nil, nil)
 	lg.status = http.StatusAccepted
 	writeJSON(w, http.StatusAccepted, map[string]string{
 		"id": acc.ID, "status": "Accepted", "statusUri": status, "operationUri": operation, "dataBlobUri": data, "headerBlobUri": headers,
