@@ -85,7 +85,9 @@ func TestCallerDeadlineShortensTTL(t *testing.T) {
 			start := time.Now()
 			h.ServeHTTP(rec, r)
 			took := time.Since(start)
-			var doc struct{ Error struct{ Code, Message string } }
+			var doc struct {
+				Error struct{ Code, Message string }
+			}
 			json.Unmarshal(rec.Body.Bytes(), &doc)
 			if rec.Code != tt.status || doc.Error.Code != tt.code {
 				t.Fatalf("%d %s (%s); want %d %s", rec.Code, doc.Error.Code, doc.Error.Message, tt.status, tt.code)
