@@ -110,6 +110,7 @@ type requestLog struct {
 	backend, backendURL string
 	latencyMs           int64
 	stamped             bool
+	asyncReason         string // why a 202 came when it did (x-Async-Reason)
 }
 
 func (h *Handler) proxy(w http.ResponseWriter, r *http.Request) {
@@ -564,6 +565,9 @@ func (h *Handler) log(ctx context.Context, r *http.Request, arrival time.Time, l
 	if lg.stamped {
 		line = append(line[:len(line):len(line)], slog.String("backend", lg.backend), slog.String("backendUrl", lg.backendURL),
 			slog.Int64("gatewayLatencyMs", lg.latencyMs))
+	}
+	if lg.asyncReason != "" {
+		line = append(line[:len(line):len(line)], slog.String("asyncReason", lg.asyncReason))
 	}
 	if !lg.accepted.IsZero() {
 		// Both times, when the platform or a trusted proxy said when it
