@@ -111,26 +111,24 @@ func (b *Balancer) order(route *Route) HostList {
 		copy(out, hosts)
 		rand.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
 	case BalanceLatency:
+		copy(out, hosts)
 		var avg [8]float64
 		lat := avg[:0]
+		b.mu.RLock()
 		for _, h := range hosts {
-			lat = append(lat, b.latency(route.Prefix, h.Host))
-		}
-		idx := make([]int, len(hosts))
-		for i := range idx {
-			idx[i] = i
-		}
-		slices.SortStableFunc(idx, func(i, j int) int {
-			switch {
-			case lat[i] < lat[j]:
-				return -1
-			case lat[i] > lat[j]:
-				return 1
+			var ms float64
+			if v := b.lat[ejectKey{route.Prefix, h.Host}]; v != nil {
+				ms = math.Float64frombits(v.Load())
 			}
-			return 0
-		})
-		for i, k := range idx {
-			out[i] = hosts[k]
+			lat = append(lat, ms)
+		}
+		b.mu.RUnlock()
+		// Insertion sort, stable: a route has a handful of hosts.
+		for i := 1; i < len(out); i++ {
+			for j := i; j > 0 && lat[j] < lat[j-1]; j-- {
+				lat[j], lat[j-1] = lat[j-1], lat[j]
+				out[j], out[j-1] = out[j-1], out[j]
+			}
 		}
 	default:
 		return hosts
