@@ -21,7 +21,6 @@ func (lg *requestLog) stamp(hdr http.Header, attempts []core.Attempt, res *core.
 		last := attempts[len(attempts)-1]
 		lg.backend, lg.backendURL = last.Label, last.Host
 	}
-	lg.stamped = true
 	if lg.backend != "" {
 		hdr["X-Backend-Host"] = []string{lg.backend}
 	}

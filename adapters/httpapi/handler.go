@@ -109,7 +109,6 @@ type requestLog struct {
 	arrival             time.Time
 	backend, backendURL string
 	latencyMs           int64
-	stamped             bool
 	asyncReason         string // why a 202 came when it did (x-Async-Reason)
 }
 
@@ -552,6 +551,9 @@ func (h *Handler) log(ctx context.Context, r *http.Request, arrival time.Time, l
 		slog.Int64("durationMs", now.Sub(arrival).Milliseconds()),
 		slog.Int64("hedges", tl.hedges),
 		slog.Int64("ejections", tl.ejections),
+		slog.String("backend", lg.backend), // stamp
+		slog.String("backendUrl", lg.backendURL),
+		slog.Int64("gatewayLatencyMs", lg.latencyMs),
 		slog.String("err", lg.err),
 	}
 	n := len(attrs)
@@ -561,10 +563,6 @@ func (h *Handler) log(ctx context.Context, r *http.Request, arrival time.Time, l
 	line := attrs[:n]
 	if lg.declined != "" {
 		line = append(line[:n:n], slog.String("asyncDeclined", lg.declined))
-	}
-	if lg.stamped {
-		line = append(line[:len(line):len(line)], slog.String("backend", lg.backend), slog.String("backendUrl", lg.backendURL),
-			slog.Int64("gatewayLatencyMs", lg.latencyMs))
 	}
 	if lg.asyncReason != "" {
 		line = append(line[:len(line):len(line)], slog.String("asyncReason", lg.asyncReason))
