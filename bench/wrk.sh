@@ -6,12 +6,16 @@
 # (10s), THREADS (2), CONNS (32), BARE_PROCESS (shared: the bare proxy runs in
 # the backend's process, as the throughput target was measured; own: in a
 # process of its own, as the gateway does), GATEWAY_GOGC (unset: the
-# gateway's own default; set: GOGC for the gateway process alone). Prints the
+# gateway's own default; set: GOGC for the gateway process alone),
+# LOAD_BALANCE (unset: the gateway's default; else its LoadBalanceMode) and
+# HOST_COPIES (1: Hosts lists the backend this many times, so a balancing
+# mode has hosts to order). Prints the
 # gateway's peak resident memory (VmHWM) at the end. Needs wrk (make
 # bench-wrk installs it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-2} DURATION=${DURATION:-10s} THREADS=${THREADS:-2} CONNS=${CONNS:-32} BARE_PROCESS=${BARE_PROCESS:-shared}
+LOAD_BALANCE=${LOAD_BALANCE:-} HOST_COPIES=${HOST_COPIES:-1}
 command -v wrk >/dev/null || { echo "bench/wrk.sh: wrk not found; make bench-wrk installs it" >&2; exit 1; }
 tmp=$(mktemp -d)
 pids=()
@@ -36,7 +40,9 @@ own)
 	;;
 *) echo "bench/wrk.sh: BARE_PROCESS=$BARE_PROCESS; want shared or own" >&2; exit 2 ;;
 esac
-env ${GATEWAY_GOGC:+GOGC=$GATEWAY_GOGC} Hosts=$backend ListenAddr=$gw AsyncStore="file:$tmp/store" "$tmp/gateway" >/dev/null 2>"$tmp/gateway.err" &
+hosts=$backend
+for _ in $(seq 2 "$HOST_COPIES"); do hosts=$hosts,$backend; done
+env ${GATEWAY_GOGC:+GOGC=$GATEWAY_GOGC} ${LOAD_BALANCE:+LoadBalanceMode=$LOAD_BALANCE} Hosts=$hosts ListenAddr=$gw AsyncStore="file:$tmp/store" "$tmp/gateway" >/dev/null 2>"$tmp/gateway.err" &
 gwpid=$!
 pids+=($gwpid)
 for _ in $(seq 100); do curl -fs "http://$gw/_gateway/health" >/dev/null 2>&1 && break; sleep 0.1; done
@@ -45,7 +51,7 @@ curl -fs "http://$gw/_gateway/health" >/dev/null || { echo "the gateway did not 
 rps() { wrk -t"$THREADS" -c"$CONNS" -d"$1" "$2" | awk '/^Requests\/sec/ {print $2}'; }
 where="the backend's process"
 [ "$BARE_PROCESS" = own ] && where="a process of its own"
-echo "wrk -t$THREADS -c$CONNS -d$DURATION, 64-byte answers, bare proxy in $where; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "wrk -t$THREADS -c$CONNS -d$DURATION, 64-byte answers, bare proxy in $where, gateway LoadBalanceMode=${LOAD_BALANCE:-default} over $HOST_COPIES host(s); $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 rps 2s "$bare/warm" >/dev/null
 rps 2s "http://$gw/warm" >/dev/null
 printf '%-6s %12s %12s %8s\n' round bare gateway ratio

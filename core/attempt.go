@@ -32,6 +32,8 @@ type Attempt struct {
 	// Ejected marks the attempt whose failure ejected its host from the
 	// route (Ejector; Stats.Ejections): the per-request log line counts it.
 	Ejected bool `json:"-"`
+	// Label names the host as x-Backend-Host does (Route.HostLabel).
+	Label string `json:"-"`
 }
 
 // Reason says why a request ended without a response to pass through.

@@ -130,6 +130,20 @@ type Settings struct {
 	// BackendUnavailable once the attempts are spent), never relayed.
 	// 1 MiB, net/http's DefaultMaxHeaderBytes for a request's headers.
 	MaxResponseHeaderBytes Count `default:"1048576"`
+
+	// Host selection, retried statuses and predictive hand-off (issue 33;
+	// docs/settings.md). LoadBalanceMode orders the hosts a request tries
+	// (a route's loadBalance overrides it).
+	LoadBalanceMode LoadBalance `default:"priority"`
+	// RetryOnStatusCodes are the backend statuses that move on to the next
+	// host; every other status goes to the client (a route's retryOn
+	// overrides it). Never a 2xx.
+	RetryOnStatusCodes StatusCodes `default:"429,502,503,504"`
+	// AsyncPredictWindow, when set, turns predictive hand-off on: a
+	// route's last AsyncPredictWindow async-eligible requests are kept,
+	// and while their p90 latency is above AsyncTriggerTimeout the next
+	// ones are handed off at once (see async.Predictor). Zero: off.
+	AsyncPredictWindow Count
 }
 
 // MaxAsyncInlineResultBytes bounds AsyncInlineResultBytes: 4 MiB, which
@@ -300,7 +314,7 @@ func (h *HostList) Decode(s string) error {
 		if part == "" {
 			return errors.New("want one or more comma-separated base URLs, no element empty, such as http://10.0.0.5:8000,https://api.example.com")
 		}
-		u, err := parseHost(part)
+		u, err := parseLabeledHost(part)
 		if err != nil {
 			return err
 		}
@@ -323,13 +337,66 @@ func parseHost(s string) (*url.URL, error) {
 	return u, nil
 }
 
+// parseLabeledHost parses one host, "[label=]base URL": a label of
+// letters, digits, '.', '_' and '-' names the host in x-Backend-Host and
+// the log (Route.HostLabel); it is kept in the URL's Fragment, which a base
+// URL never has (parseHost refuses one).
+func parseLabeledHost(s string) (*url.URL, error) {
+	label, rest, ok := strings.Cut(s, "=")
+	if !ok || strings.Contains(label, ":") || strings.Contains(label, "/") {
+		return parseHost(s)
+	}
+	if !validLabel(label) {
+		return nil, fmt.Errorf("host label %q: want 1 to 64 letters, digits, '.', '_' and '-', as in primary=http://10.0.0.5:8000", trimKey(label))
+	}
+	u, err := parseHost(strings.TrimSpace(rest))
+	if err != nil {
+		return nil, err
+	}
+	u.Fragment = label
+	return u, nil
+}
+
 // String lists the hosts as written in the setting.
 func (h HostList) String() string {
 	s := make([]string, len(h))
 	for i, u := range h {
-		s[i] = u.String()
+		s[i] = BaseURLOf(u)
+		if u.Fragment != "" {
+			s[i] = u.Fragment + "=" + s[i]
+		}
 	}
 	return strings.Join(s, ",")
+}
+
+// StatusCodes is a comma-separated list of HTTP statuses that move an
+// attempt on to the next host (RetryOnStatusCodes): each from 400 to 599,
+// so that a success or a redirect is never retried.
+type StatusCodes []int
+
+// Decode parses s, for envconfig.
+func (c *StatusCodes) Decode(s string) error {
+	var out StatusCodes
+	for part := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(part))
+		if err != nil {
+			return errors.New("want comma-separated HTTP statuses from 400 to 599, such as 429,502,503,504")
+		}
+		if err := checkRetryStatus(n); err != nil {
+			return err
+		}
+		out = append(out, n)
+	}
+	*c = out
+	return nil
+}
+
+// checkRetryStatus refuses a status that may not move on to the next host.
+func checkRetryStatus(n int) error {
+	if n < 400 || n > 599 {
+		return fmt.Errorf("status %d: want statuses from 400 to 599; a 2xx answer, or any other that is not a failure, always goes to the client", n)
+	}
+	return nil
 }
 
 // Route overrides the default route for requests whose path falls under
@@ -344,6 +411,16 @@ type Route struct {
 	Stream           bool
 	FirstByteTimeout time.Duration
 	IdleTimeout      time.Duration
+	// LoadBalance orders the hosts a request tries; it holds
+	// LoadBalanceMode unless the route's loadBalance set it
+	// (LoadBalanceSet). RetryOn are the statuses that move on to the next
+	// host; nil means RetryOnStatusCodes. StripPrefix removes Prefix from
+	// the path before the host's base path is put in front of it
+	// (StrippedPath).
+	LoadBalance    LoadBalance
+	LoadBalanceSet bool
+	RetryOn        []int
+	StripPrefix    bool
 	// Async, when set, overrides whether the route may go async at all.
 	Async *bool
 	// HedgeOnPerTryTimeout starts the next attempt beside one whose
@@ -391,6 +468,10 @@ type routeJSON struct {
 	Methods      []string `json:"methods"`
 	AllowHeaders []string `json:"allowHeaders"`
 	AllowQuery   []string `json:"allowQuery"`
+	// Host selection, retried statuses and the path (balance.go).
+	LoadBalance *string `json:"loadBalance"`
+	RetryOn     []int   `json:"retryOn"`
+	StripPrefix bool    `json:"stripPrefix"`
 }
 
 // Routes is the JSON array of the Routes setting.
@@ -434,7 +515,7 @@ func ParseRoutes(data []byte) (Routes, error) {
 		}
 		seen[rj.Prefix] = true
 		for _, h := range rj.Hosts {
-			u, err := parseHost(h)
+			u, err := parseLabeledHost(h)
 			if err != nil {
 				return nil, fmt.Errorf("%s: hosts: %v", where, err)
 			}
@@ -485,6 +566,24 @@ func ParseRoutes(data []byte) (Routes, error) {
 			}
 			r.MaxAttempts = int(*rj.MaxAttempts)
 		}
+		if rj.LoadBalance != nil {
+			if err := r.LoadBalance.Decode(*rj.LoadBalance); err != nil {
+				return nil, fmt.Errorf("%s: loadBalance %q: %v", where, trimKey(*rj.LoadBalance), err)
+			}
+			r.LoadBalanceSet = true
+		}
+		if rj.RetryOn != nil {
+			if len(rj.RetryOn) == 0 {
+				return nil, fmt.Errorf("%s: retryOn: want at least one status, or leave retryOn out to use RetryOnStatusCodes", where)
+			}
+			for _, n := range rj.RetryOn {
+				if err := checkRetryStatus(n); err != nil {
+					return nil, fmt.Errorf("%s: retryOn: %v", where, err)
+				}
+			}
+			r.RetryOn = slices.Clone(rj.RetryOn)
+		}
+		r.StripPrefix = rj.StripPrefix
 		if err := r.parsePolicy(&rj); err != nil {
 			return nil, fmt.Errorf("%s: %v", where, err)
 		}
@@ -792,6 +891,12 @@ func (s *Settings) RouteFor(path string) *Route {
 	}
 	if eff.FirstByteTimeout == 0 {
 		eff.FirstByteTimeout = eff.IdleTimeout
+	}
+	if !eff.LoadBalanceSet {
+		eff.LoadBalance = s.LoadBalanceMode
+	}
+	if eff.RetryOn == nil {
+		eff.RetryOn = s.RetryOnStatusCodes
 	}
 	if eff.EjectAfterFailures == 0 {
 		eff.EjectAfterFailures = DefaultEjectAfterFailures

@@ -55,17 +55,18 @@ type EjectedHost struct {
 	Until time.Time `json:"until"`
 }
 
-// order returns the route's hosts in the order to try them at now: the
-// hosts in service in their configured order, then the ejected ones,
-// soonest back first. It returns route.Hosts itself when none is ejected.
-func (e *Ejector) order(route *Route, now time.Time) HostList {
+// order returns hosts, the route's hosts in its balancing order
+// (Balancer.order), in the order to try them at now: the hosts in service
+// in that order, then the ejected ones, soonest back first. It returns
+// hosts itself when none is ejected.
+func (e *Ejector) order(route *Route, hosts HostList, now time.Time) HostList {
 	if e == nil || route.EjectAfterFailures < 0 || e.n.Load() == 0 {
-		return route.Hosts
+		return hosts
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var in, out HostList
-	for i, h := range route.Hosts {
+	for i, h := range hosts {
 		hh := e.hosts[ejectKey{route.Prefix, h.Host}]
 		if hh == nil || !now.Before(hh.until) {
 			if out != nil {
@@ -74,13 +75,13 @@ func (e *Ejector) order(route *Route, now time.Time) HostList {
 			continue
 		}
 		if out == nil {
-			in = append(make(HostList, 0, len(route.Hosts)), route.Hosts[:i]...)
+			in = append(make(HostList, 0, len(hosts)), hosts[:i]...)
 		}
 		out = append(out, h)
 	}
 	if out == nil {
 		e.recount(now) // the ejections have ended
-		return route.Hosts
+		return hosts
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		return e.hosts[ejectKey{route.Prefix, out[i].Host}].until.Before(e.hosts[ejectKey{route.Prefix, out[j].Host}].until)
@@ -93,8 +94,12 @@ func (e *Ejector) order(route *Route, now time.Time) HostList {
 // (S7PTimeout, S7PTTL) is not recorded: a client cannot eject a healthy
 // host for every other client by asking for less time than it needs.
 func (f *Forwarder) recordHost(route *Route, host *url.URL, ar *attemptResult) {
-	if f.Ejector == nil || ar.clientGone || ar.authErr != nil || ar.chosen() {
+	if ar.clientGone || ar.authErr != nil || ar.chosen() {
 		return // not the host's doing
+	}
+	f.observeAttempt(route, host, ar)
+	if f.Ejector == nil {
+		return
 	}
 	if !f.Ejector.record(route, host, &ar.record, time.Now()) {
 		return

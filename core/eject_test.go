@@ -136,7 +136,7 @@ func TestEjectionOff(t *testing.T) {
 	for range 10 {
 		ej.record(route, route.Hosts[0], &Attempt{Outcome: OutcomeConnectError}, time.Now())
 	}
-	if got := ej.order(route, time.Now()); got[0].Host != "a" {
+	if got := ej.order(route, route.Hosts, time.Now()); got[0].Host != "a" {
 		t.Errorf("order = %v; want a first: ejection is off", got)
 	}
 }

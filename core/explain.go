@@ -64,6 +64,9 @@ type ExplainParams struct {
 	// MaxAttempts bounds the attempts. Zero means one per reply (at least
 	// one).
 	MaxAttempts int
+	// RetryOn are the answer statuses retried (RetryOnStatusCodes, a
+	// route's retryOn); nil means 429, 502, 503 and 504.
+	RetryOn []int
 	// Method is the request's method; empty means GET. With ClientKey (the
 	// client sent an Idempotency-Key) a POST or PATCH is retried after a
 	// timeout or a lost response.
@@ -245,7 +248,7 @@ func (a *ExplainedAttempt) run() {
 // policy returns the engine's retry rules for p, with the worst-case
 // backoff: the top of the jittered range.
 func (p *ExplainParams) policy() RetryPolicy {
-	return RetryPolicy{MaxAttempts: p.MaxAttempts, BackoffBase: p.BackoffBase, Jitter: worstJitter}
+	return RetryPolicy{MaxAttempts: p.MaxAttempts, BackoffBase: p.BackoffBase, Jitter: worstJitter, RetryOn: p.RetryOn}
 }
 
 func worstJitter() float64 { return 1 }

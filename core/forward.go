@@ -72,6 +72,14 @@ type Request struct {
 type Result struct {
 	Response *http.Response
 	Attempts []Attempt
+	// Backend is the label of the host that answered (Route.HostLabel),
+	// and BackendURL its base URL, for x-Backend-Host and the log.
+	Backend, BackendURL string
+	// Throttled, when set, says that every attempt answered 429 or 503
+	// with a Retry-After and the attempts ran out: it is the shortest
+	// Retry-After, after which an async request may run again (requeue,
+	// docs/async-api.md#requeue-and-predictive-hand-off).
+	Throttled time.Duration
 }
 
 // Forwarder runs the attempt loop of docs/deadlines.md#deadlines-and-retries. Its zero value is usable;
@@ -90,6 +98,9 @@ type Forwarder struct {
 	// Ejector, if set, tries the hosts that keep failing last (see
 	// docs/settings.md#ejecting-a-dead-host). Nil ejects nothing.
 	Ejector *Ejector
+	// Balancer, if set, orders each route's hosts by its LoadBalance
+	// mode (balance.go). Nil tries them in their configured order.
+	Balancer *Balancer
 	// Authorizers put the credential of each route auth on its attempts.
 	// A route whose auth has no entry ends 502 BackendAuthFailed with
 	// nothing sent.
@@ -101,9 +112,10 @@ type Forwarder struct {
 	Jitter func() float64
 }
 
-// policy returns the retry rules of a request allowed maxAttempts.
-func (f *Forwarder) policy(maxAttempts int) RetryPolicy {
-	return RetryPolicy{MaxAttempts: maxAttempts, BackoffBase: f.BackoffBase, Jitter: f.Jitter}
+// policy returns the retry rules of a request on route allowed
+// maxAttempts.
+func (f *Forwarder) policy(route *Route, maxAttempts int) RetryPolicy {
+	return RetryPolicy{MaxAttempts: maxAttempts, BackoffBase: f.BackoffBase, Jitter: f.Jitter, RetryOn: route.RetryOn}
 }
 
 // deadlineError is the cancellation cause of an attempt or stream that a
@@ -129,7 +141,7 @@ func (f *Forwarder) Forward(ctx context.Context, req *Request) (*Result, error) 
 	if rt == nil {
 		rt = defaultTransport()
 	}
-	path, err := ConfinePath(req.Path)
+	path, err := req.Route.TargetPath(req.Path)
 	if err != nil {
 		f.Stats.countEnd(ReasonInvalidPath)
 		return nil, &Error{Reason: ReasonInvalidPath, Message: "path " + strconv.Quote(trimText(req.Path)) + ": " + err.Error(), Err: err}
@@ -152,12 +164,13 @@ func (f *Forwarder) Forward(ctx context.Context, req *Request) (*Result, error) 
 	}
 	f.RetryBudget.begin()
 	defer f.RetryBudget.end()
-	hosts := f.Ejector.order(route, time.Now())
-	pol := f.policy(maxAttempts)
+	hosts := f.Ejector.order(route, f.Balancer.order(route), time.Now())
+	pol := f.policy(route, maxAttempts)
 	if maxAttempts > 1 && hedgeable(req, pol) {
 		return f.forwardHedged(ctx, streamCtx, streamCancel, rt, req, path, hosts, pol)
 	}
 	var attempts []Attempt
+	var throttle throttled
 	retrying := false // holds a RetryBudget slot
 	defer func() {
 		if retrying {
@@ -182,6 +195,7 @@ func (f *Forwarder) Forward(ctx context.Context, req *Request) (*Result, error) 
 			return nil, f.authFailed(ar.authErr, attempts)
 		}
 		f.recordHost(route, host, ar)
+		throttle.note(ar)
 		if attempts == nil {
 			// The first entry lives in its attemptResult: one allocation.
 			ar.first[0] = ar.record
@@ -211,7 +225,9 @@ func (f *Forwarder) Forward(ctx context.Context, req *Request) (*Result, error) 
 		}
 		if !ok {
 			if ar.resp != nil {
-				return f.deliver(ar, attempts, route, streamCancel), nil
+				res := f.deliver(ar, attempts, route, streamCancel)
+				res.Throttled = throttle.after()
+				return res, nil
 			}
 			streamCancel()
 			return nil, f.failure(pol, ar.record, attempts)
@@ -253,11 +269,14 @@ type attemptResult struct {
 	clientGone bool
 	authErr    error // the route's credential could not be had: nothing sent
 	retryAfter time.Duration
-	out        outgoing   // storage for the attempt's request, allocated with it
-	first      [1]Attempt // storage for the timeline when this is its first entry
-	conn       *connTrace // the backend connection the attempt got, when recorded
-	held       net.Conn   // the connection resp's body is read from, when the transport holds it for that body (heldConn)
-	budget     *Budget    // the request's, for chosen
+	out        outgoing      // storage for the attempt's request, allocated with it
+	first      [1]Attempt    // storage for the timeline when this is its first entry
+	conn       *connTrace    // the backend connection the attempt got, when recorded
+	held       net.Conn      // the connection resp's body is read from, when the transport holds it for that body (heldConn)
+	budget     *Budget       // the request's, for chosen
+	host       *url.URL      // the host attempted
+	window     time.Duration // the attempt's own, for the latency balancer
+	elapsed    time.Duration // until the headers, or the failure
 }
 
 func (a *attemptResult) close() {
@@ -278,7 +297,7 @@ func (a *attemptResult) close() {
 // attempt makes one attempt at host, started at start. A hedged attempt
 // is cut only by the TTL and the execution limit: its Timeout starts the
 // next attempt beside it instead (hedge.go).
-func (f *Forwarder) attempt(parent context.Context, rt http.RoundTripper, req *Request, path string, host *url.URL, start time.Time, n int, hedged bool) *attemptResult {
+func (f *Forwarder) attempt(parent context.Context, rt http.RoundTripper, req *Request, path target, host *url.URL, start time.Time, n int, hedged bool) *attemptResult {
 	deadline, cause := req.Budget.Attempt(start)
 	window := deadline.Sub(start)
 	if hedged {
@@ -286,7 +305,7 @@ func (f *Forwarder) attempt(parent context.Context, rt http.RoundTripper, req *R
 	}
 	ctx, cancel := context.WithCancelCause(parent)
 	timer := time.AfterFunc(deadline.Sub(start), func() { cancel(deadlineError{cause}) })
-	ar := &attemptResult{cancel: cancel, ctx: ctx, record: Attempt{Host: host.Host}, budget: &req.Budget}
+	ar := &attemptResult{cancel: cancel, ctx: ctx, record: Attempt{Host: host.Host, Label: req.Route.HostLabel(host)}, budget: &req.Budget, host: host, window: window}
 	out := ar.out.build(ar.trace(ctx, rt, req), req, path, host, window)
 	if err := f.authorize(ctx, req, out); err != nil {
 		timer.Stop()
@@ -305,7 +324,8 @@ func (f *Forwarder) attempt(parent context.Context, rt http.RoundTripper, req *R
 	}
 	resp, err := rt.RoundTrip(out)
 	stopped := timer.Stop()
-	ar.record.DurationMs = durationMs(time.Since(start))
+	ar.elapsed = time.Since(start)
+	ar.record.DurationMs = durationMs(ar.elapsed)
 	if err == nil {
 		ar.held = ar.heldConn(out.Method, resp)
 	}
@@ -386,7 +406,7 @@ func (f *Forwarder) deliver(ar *attemptResult, attempts []Attempt, route *Route,
 	ar.resp = nil
 	if rwc, ok := resp.Body.(io.ReadWriteCloser); ok && resp.StatusCode == http.StatusSwitchingProtocols {
 		resp.Body = &upgradeBody{ReadWriteCloser: rwc, cancel: ar.cancel, streamCancel: streamCancel}
-		return &Result{Response: resp, Attempts: attempts}
+		return &Result{Response: resp, Attempts: attempts, Backend: route.HostLabel(ar.host), BackendURL: BaseURLOf(ar.host)}
 	}
 	// The Result and its body stream are allocated together.
 	d := &struct {
@@ -398,7 +418,7 @@ func (f *Forwarder) deliver(ar *attemptResult, attempts []Attempt, route *Route,
 	sb.held = ar.held
 	sb.left, sb.limited = route.FirstByteTimeout, route.FirstByteTimeout > 0
 	resp.Body = sb
-	d.res = Result{Response: resp, Attempts: attempts}
+	d.res = Result{Response: resp, Attempts: attempts, Backend: route.HostLabel(ar.host), BackendURL: BaseURLOf(ar.host)}
 	return &d.res
 }
 
@@ -588,7 +608,7 @@ func isHopHeader(k string) bool {
 // buildOutgoing makes one attempt's request to host; path is req.Path
 // decoded by ConfinePath.
 func buildOutgoing(ctx context.Context, req *Request, path string, host *url.URL, window time.Duration) *http.Request {
-	return new(outgoing).build(ctx, req, path, host, window)
+	return new(outgoing).build(ctx, req, target{req.Path, path}, host, window)
 }
 
 // outgoing is storage for one attempt's request: its URL and the values of
@@ -600,7 +620,7 @@ type outgoing struct {
 
 // build is buildOutgoing with o as the request's storage; o must outlive
 // the request.
-func (o *outgoing) build(ctx context.Context, req *Request, path string, host *url.URL, window time.Duration) *http.Request {
+func (o *outgoing) build(ctx context.Context, req *Request, path target, host *url.URL, window time.Duration) *http.Request {
 	h := make(http.Header, len(req.Header)+6)
 	for k, v := range req.Header {
 		if len(k) >= 3 && strings.EqualFold(k[:3], "s7p") || isHopHeader(k) || k == "Traceparent" || k == "Tracestate" {
@@ -661,7 +681,7 @@ func (o *outgoing) build(ctx context.Context, req *Request, path string, host *u
 	if ct := h.Get("Content-Type"); strings.HasPrefix(ct, "application/grpc") {
 		h["Grpc-Timeout"] = []string{GRPCTimeout(window)}
 	}
-	o.url = joinURL(host, req.Path, path, req.RawQuery)
+	o.url = joinURL(host, path.escaped, path.decoded, req.RawQuery)
 	u := &o.url
 	var body io.ReadCloser = http.NoBody
 	var getBody func() (io.ReadCloser, error)

@@ -60,7 +60,7 @@ type hedgeRun struct {
 	f            *Forwarder
 	rt           http.RoundTripper
 	req          *Request // Informational off: attempts run side by side
-	path         string
+	path         target
 	hosts        HostList
 	streamCtx    context.Context
 	streamCancel context.CancelFunc
@@ -71,7 +71,7 @@ type hedgeRun struct {
 }
 
 // forwardHedged is Forward for a hedgeable request.
-func (f *Forwarder) forwardHedged(ctx, streamCtx context.Context, streamCancel context.CancelFunc, rt http.RoundTripper, req *Request, path string, hosts HostList, pol RetryPolicy) (*Result, error) {
+func (f *Forwarder) forwardHedged(ctx, streamCtx context.Context, streamCancel context.CancelFunc, rt http.RoundTripper, req *Request, path target, hosts HostList, pol RetryPolicy) (*Result, error) {
 	hreq := *req
 	hreq.Informational = nil // 1xx answers cannot be relayed from attempts side by side
 	h := &hedgeRun{f: f, rt: rt, req: &hreq, path: path, hosts: hosts, streamCtx: streamCtx, streamCancel: streamCancel,

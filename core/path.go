@@ -64,3 +64,50 @@ func joinURL(host *url.URL, escaped, decoded, rawQuery string) url.URL {
 	return url.URL{Scheme: host.Scheme, Host: host.Host, Path: host.Path + decoded,
 		RawPath: host.EscapedPath() + escaped, RawQuery: rawQuery}
 }
+
+// target is the path of an attempt: escaped, as it is joined to the
+// host's base path, and decoded (ConfinePath's result).
+type target struct{ escaped, decoded string }
+
+// TargetPath returns the path the route's hosts receive for escaped, the
+// request's path as the client wrote it: with the route's Prefix removed
+// first when StripPrefix is set (whole segments: "/api/x" on prefix "/api"
+// becomes "/x", "/api" becomes ""), then checked by ConfinePath, so that
+// no stripped path can climb above a host's base path. A path whose
+// escaped segments do not spell the prefix ("/a%2Fb" on prefix "/a/b") is
+// refused with ErrInvalidPath rather than cut at the wrong place.
+func (r *Route) TargetPath(escaped string) (target, error) {
+	if r != nil && r.StripPrefix && r.Prefix != "/" && r.Prefix != "" {
+		rest, ok := stripSegments(escaped, r.Prefix)
+		if !ok {
+			return target{}, ErrInvalidPath
+		}
+		escaped = rest
+	}
+	decoded, err := ConfinePath(escaped)
+	return target{escaped, decoded}, err
+}
+
+// stripSegments removes prefix (decoded, starting with /) from escaped,
+// segment by segment, each escaped segment compared once unescaped. It
+// reports false when escaped does not start with the prefix's segments.
+func stripSegments(escaped, prefix string) (string, bool) {
+	prefix = strings.TrimSuffix(prefix, "/")
+	rest := escaped
+	for want := range strings.SplitSeq(strings.TrimPrefix(prefix, "/"), "/") {
+		if !strings.HasPrefix(rest, "/") {
+			return "", false
+		}
+		seg := rest[1:]
+		next := ""
+		if i := strings.IndexByte(seg, '/'); i >= 0 {
+			seg, next = seg[:i], seg[i:]
+		}
+		got, err := url.PathUnescape(seg)
+		if err != nil || got != want {
+			return "", false
+		}
+		rest = next
+	}
+	return rest, true
+}

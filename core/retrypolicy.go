@@ -3,6 +3,7 @@ package core
 import (
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -22,6 +23,9 @@ type RetryPolicy struct {
 	// math/rand/v2's Float64. Explain uses one that returns 1: the worst
 	// case.
 	Jitter func() float64
+	// RetryOn are the answer statuses that move on to the next host (the
+	// route's RetryOn); nil means 429, 502, 503 and 504.
+	RetryOn []int
 }
 
 // AttemptEnding is how an attempt ended, as the retry rules see it.
@@ -69,7 +73,7 @@ const (
 // (429 and 503 say the request was not processed: always retried).
 func (p RetryPolicy) Next(n int, method string, clientKey bool, e AttemptEnding) Stop {
 	rec := e.Record
-	if rec.Outcome == OutcomeStatus && !retryableStatus(rec.Status) {
+	if rec.Outcome == OutcomeStatus && !p.Retries(rec.Status) {
 		return StopAnswered
 	}
 	switch {
@@ -181,7 +185,12 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 	return 0
 }
 
-func retryableStatus(code int) bool {
+// Retries reports whether an answer with status code moves on to the next
+// host.
+func (p RetryPolicy) Retries(code int) bool {
+	if p.RetryOn != nil {
+		return slices.Contains(p.RetryOn, code)
+	}
 	switch code {
 	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 		return true
@@ -195,4 +204,37 @@ func idempotent(method string) bool {
 		return true
 	}
 	return false
+}
+
+// throttled follows whether every attempt of a request answered 429 or
+// 503 with a Retry-After, and the shortest of those waits (Result.Throttled).
+// The zero value is a request with no attempt yet.
+type throttled struct {
+	n        int
+	broken   bool
+	shortest time.Duration
+}
+
+// note adds an attempt's ending.
+func (t *throttled) note(ar *attemptResult) {
+	t.n++
+	s := ar.record.Status
+	if ar.record.Outcome != OutcomeStatus || s != http.StatusTooManyRequests && s != http.StatusServiceUnavailable || ar.retryAfter <= 0 {
+		t.broken = true
+		return
+	}
+	if t.shortest == 0 || ar.retryAfter < t.shortest {
+		t.shortest = ar.retryAfter
+	}
+}
+
+// after returns the shortest Retry-After when every attempt was
+// throttled; zero otherwise. The caller asks once the request ends without
+// another attempt (its attempts, its time for the wait or its retry budget
+// spent).
+func (t *throttled) after() time.Duration {
+	if t.broken || t.n == 0 {
+		return 0
+	}
+	return t.shortest
 }

@@ -34,8 +34,12 @@ type Stats struct {
 	StreamBackendCut       atomic.Int64 // the backend broke off its answer mid-body
 
 	// Async hand-offs.
-	AsyncAccepted    atomic.Int64
-	AsyncUnavailable atomic.Int64
+	AsyncAccepted atomic.Int64
+	// AsyncRequeued and AsyncPredicted count the hand-offs of requests
+	// every host throttled and of those predicted to outlast the trigger
+	// (both among AsyncAccepted).
+	AsyncRequeued, AsyncPredicted atomic.Int64
+	AsyncUnavailable              atomic.Int64
 	// AsyncNotificationsDropped counts lifecycle notifications dropped
 	// because the background sender's queue was full.
 	AsyncNotificationsDropped atomic.Int64
@@ -224,6 +228,8 @@ func (s *Stats) Snapshot() map[string]int64 {
 		"stream_function_limit_cut":      s.StreamFunctionLimitCut.Load(),
 		"stream_backend_cut":             s.StreamBackendCut.Load(),
 		"async_accepted":                 s.AsyncAccepted.Load(),
+		"async_requeued":                 s.AsyncRequeued.Load(),
+		"async_predicted":                s.AsyncPredicted.Load(),
 		"async_unavailable":              s.AsyncUnavailable.Load(),
 		"async_notifications_dropped":    s.AsyncNotificationsDropped.Load(),
 		"async_succeeded":                s.AsyncSucceeded.Load(),

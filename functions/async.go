@@ -103,6 +103,7 @@ func newAsync(s *core.Settings, p *asyncParts, fwd *core.Forwarder, stats *core.
 		Continuations:  async.NewProfileContinuations(int(s.MaxContinuations), s.ContinuationsPerProfile()),
 		ScopeHeaders:   s.IdempotencyScopeHeaders,
 		Stats:          stats,
+		Predictor:      predictor(s),
 		Host:           host,
 		OnError: func(ctx context.Context, id string, err error) {
 			logger.WarnContext(ctx, "async", slog.String("id", id), slog.String("err", err.Error()))
@@ -120,4 +121,12 @@ func localWorker(s *core.Settings, a *async.Async, limit time.Duration, logger *
 		visibility = s.AsyncTimeout.D() + s.FunctionLimitMarginMs.D() + 30*time.Second
 	}
 	return &local.Worker{Queue: a.Queue, Async: a, Logger: logger, Visibility: visibility, Limit: limit}
+}
+
+// predictor is predictive hand-off, on when AsyncPredictWindow is set.
+func predictor(s *core.Settings) *async.Predictor {
+	if s.AsyncPredictWindow <= 0 {
+		return nil
+	}
+	return &async.Predictor{Window: int(s.AsyncPredictWindow)}
 }

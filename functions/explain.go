@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -93,6 +94,9 @@ func explainCmd(args []string, env func(string) (string, bool), now time.Time, s
 		method    = fs.String("method", "GET", "the request's method; POST and PATCH are retried after a timeout only with --idempotency-key")
 		idemKey   = fs.Bool("idempotency-key", false, "the client sent an Idempotency-Key")
 		hedge     = fs.Bool("hedge", false, "the route hedges on the per-try timeout (hedgeOnPerTryTimeout): the next attempt starts beside one whose Timeout fired")
+		grpcTmo   = fs.String("grpc-timeout", "", "an incoming grpc-timeout header value, such as 1500m: the caller's deadline, which can only shorten the TTL")
+		envoyTmo  = fs.String("envoy-timeout-ms", "", "an incoming x-envoy-expected-rq-timeout-ms header value: the caller's deadline, which can only shorten the TTL")
+		retryOn   = fs.String("retry-on", "", "the answer statuses that move on to the next host (RetryOnStatusCodes; default 429,502,503,504)")
 	)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -125,6 +129,8 @@ func explainCmd(args []string, env func(string) (string, bool), now time.Time, s
 	countFrom := r.value("max-attempts", *maxAtt, "MaxAttempts", &count)
 	base := def.RetryBackoffMs
 	r.value("backoff", *backoff, "RetryBackoffMs", &base)
+	statuses := def.RetryOnStatusCodes
+	r.value("retry-on", *retryOn, "RetryOnStatusCodes", &statuses)
 	if countFrom == "" {
 		var hosts core.HostList
 		if r.value("", "", "Hosts", &hosts) != "" {
@@ -152,6 +158,30 @@ func explainCmd(args []string, env func(string) (string, bool), now time.Time, s
 		p.TTL = deadline.Sub(now)
 		ttlText = fmt.Sprintf("S7PTTL=%s, overriding DefaultTTLSecs=%s", strings.TrimSpace(*s7pttl), explainSecs(ttlSecs.D()))
 	}
+	if given["grpc-timeout"] || given["envoy-timeout-ms"] {
+		h := http.Header{}
+		if given["grpc-timeout"] {
+			h["Grpc-Timeout"] = []string{*grpcTmo}
+		}
+		if given["envoy-timeout-ms"] {
+			h["X-Envoy-Expected-Rq-Timeout-Ms"] = []string{*envoyTmo}
+		}
+		deadline, from, err := core.CallerDeadline(h, now)
+		if err != nil {
+			flagName, v := "grpc-timeout", *grpcTmo
+			if from != "grpc-timeout" {
+				flagName, v = "envoy-timeout-ms", *envoyTmo
+			}
+			return explainBad(stderr, flagName, v, err.Error())
+		}
+		v := strings.Join(h[http.CanonicalHeaderKey(from)], ",")
+		if d := deadline.Sub(now); d < p.TTL {
+			ttlText = fmt.Sprintf("%s: %s (the caller's deadline), shortening %s", from, v, ttlText)
+			p.TTL = d
+		} else {
+			ttlText += fmt.Sprintf("; the caller's %s: %s is later and changes nothing", from, v)
+		}
+	}
 	p.Timeout = tmo.D()
 	if given["s7ptimeout"] {
 		d, err := core.ParseTimeout(*s7ptmo)
@@ -175,6 +205,7 @@ func explainCmd(args []string, env func(string) (string, bool), now time.Time, s
 	}
 	p.MaxAttempts = int(count)
 	p.BackoffBase = base.D()
+	p.RetryOn = statuses
 	p.Hedge = *hedge
 	p.Replies, err = parseReplies(*attempts)
 	if err != nil {

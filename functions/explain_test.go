@@ -219,3 +219,26 @@ func TestExplainReadsSettingsSource(t *testing.T) {
 		t.Errorf("a missing source: %v; want an error naming SettingsSource", err)
 	}
 }
+
+// TestExplainCallerDeadline: an incoming grpc-timeout or
+// x-envoy-expected-rq-timeout-ms shorter than the TTL shortens it, and
+// explain says so; a longer one changes nothing; a bad one names its flag.
+func TestExplainCallerDeadline(t *testing.T) {
+	noEnv := func(string) (string, bool) { return "", false }
+	for _, tt := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--ttl", "60", "--grpc-timeout", "1500m"}, 0, "TTL deadline at 1.500 (grpc-timeout: 1500m (the caller's deadline), shortening DefaultTTLSecs=60 from --ttl)"},
+		{[]string{"--ttl", "1", "--envoy-timeout-ms", "5000"}, 0, "the caller's x-envoy-expected-rq-timeout-ms: 5000 is later and changes nothing"},
+		{[]string{"--envoy-timeout-ms", "1.5"}, 2, `--envoy-timeout-ms "1.5"`},
+		{[]string{"--retry-on", "500", "--attempts", "500@1s,ok"}, 0, "answer: 200 from the backend"},
+	} {
+		var out, errOut strings.Builder
+		code := explainCmd(tt.args, noEnv, time.Unix(1700000000, 0), &out, &errOut)
+		if code != tt.code || !strings.Contains(out.String()+errOut.String(), tt.want) {
+			t.Errorf("explain %v = %d\n%s%s\nwant %d and %q", tt.args, code, out.String(), errOut.String(), tt.code, tt.want)
+		}
+	}
+}

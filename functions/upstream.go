@@ -8,7 +8,7 @@ import (
 )
 
 // upstreamPolicy gives fwd the upstream policy of docs/settings.md#upstream-policy-per-route: the retry
-// budget, outlier ejection, and an Authorizer for each route auth. Cloud
+// budget, outlier ejection, host selection, and an Authorizer for each route auth. Cloud
 // credentials are set up only when a route asks for them: Entra ID tokens
 // from the managed identity (App Service's IDENTITY_ENDPOINT and
 // IDENTITY_HEADER) on Azure or the default credential chain elsewhere;
@@ -17,6 +17,7 @@ import (
 func upstreamPolicy(ctx context.Context, s *core.Settings, fwd *core.Forwarder) error {
 	fwd.RetryBudget = core.NewRetryBudget(int64(s.RetryBudgetPercent), int64(s.RetryBudgetMinConcurrency))
 	fwd.Ejector = &core.Ejector{}
+	fwd.Balancer = &core.Balancer{}
 	auths, err := routeAuthorizers(ctx, s, nil)
 	if err != nil {
 		return err

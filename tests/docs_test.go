@@ -55,7 +55,7 @@ const docAddr = "127.0.0.1:8080"
 //
 // Before comparing, both sides are normalised: Date headers dropped;
 // loopback ports, 32-hex ids, RFC 3339 times, durations (2ms, 1.5s), poll
-// counts, Content-Length, durationMs and signatures replaced by a
+// counts, Content-Length, durationMs, x-Gateway-Latency-Ms and signatures replaced by a
 // placeholder. In the document's output, "…" matches anything within its
 // line, and a line of "…" alone any number of lines.
 //
@@ -566,6 +566,7 @@ var outputNorms = []struct {
 	{regexp.MustCompile(`\bsig=[A-Za-z0-9_%-]+`), "sig=SIG"},
 	{regexp.MustCompile(`(?i)^content-length: \d+$`), "Content-Length: N"},
 	{regexp.MustCompile(`"durationMs":\d+`), `"durationMs":N`},
+	{regexp.MustCompile(`(?i)^x-gateway-latency-ms: \d+$`), "X-Gateway-Latency-Ms: N"},
 	{regexp.MustCompile(`\b\d+ polls?\b`), "N polls"},
 	{regexp.MustCompile(`\b\d+(\.\d+)?(ns|µs|ms|s|m|h)\b`), "DUR"},
 }

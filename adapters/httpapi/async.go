@@ -107,6 +107,11 @@ func (h *Handler) accepted(w http.ResponseWriter, r *http.Request, acc *async.Ac
 	hdr.Set("X-Data-Blob-Uri", data)
 	hdr.Set("X-Header-Blob-Uri", headers)
 	hdr.Set("X-Attempts", "0")
+	if acc.Reason != "" {
+		hdr.Set("X-Async-Reason", acc.Reason) // why now (async.ReasonTrigger, …)
+	}
+	lg.stamp(hdr, nil, nil)
+	lg.asyncReason = acc.Reason
 	lg.status = http.StatusAccepted
 	writeJSON(w, http.StatusAccepted, map[string]string{
 		"id": acc.ID, "status": "Accepted", "statusUri": status, "operationUri": operation, "dataBlobUri": data, "headerBlobUri": headers,

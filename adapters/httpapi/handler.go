@@ -112,6 +112,11 @@ type requestLog struct {
 	err      string         // why a stream was cut, for the log
 	accepted time.Time      // when the platform or a trusted proxy accepted it; zero if unsaid
 	timeline []core.Attempt // the attempts, for EMF metrics
+	// Which host served, and how long until the headers (stamp).
+	arrival             time.Time
+	backend, backendURL string
+	latencyMs           int64
+	asyncReason         string // why a 202 came when it did (x-Async-Reason)
 }
 
 func (h *Handler) proxy(w http.ResponseWriter, r *http.Request) {
@@ -122,7 +127,7 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request) {
 	r.Header = hdr
 	closeIfBothFramings(w, r)
 	route := h.router.Match(r.URL.Path)
-	lg := requestLog{route: route.Prefix, fired: "none", accepted: acceptedAt(r, trusted)}
+	lg := requestLog{route: route.Prefix, fired: "none", accepted: acceptedAt(r, trusted), arrival: arrival}
 	defer func() { h.log(ctx, r, arrival, &lg) }()
 
 	req, body, gerr := h.prepare(w, r, route, core.ClockStart(lg.accepted, arrival))
@@ -205,6 +210,12 @@ func (h *Handler) prepare(w http.ResponseWriter, r *http.Request, route *core.Ro
 		if err != nil {
 			return nil, nil, &core.Error{Reason: core.ReasonInvalidTTL, Message: "header S7PTTL " + strconv.Quote(trim(v)) + ": " + err.Error()}
 		}
+		ttl = t
+	}
+	// The caller's own deadline only shortens the TTL (core/nested.go).
+	if t, from, err := core.CallerDeadline(r.Header, arrival); err != nil {
+		return nil, nil, &core.Error{Reason: core.ReasonInvalidTimeout, Message: "header " + from + ": " + err.Error()}
+	} else if !t.IsZero() && t.Before(ttl) {
 		ttl = t
 	}
 	timeout := route.Timeout
@@ -334,6 +345,7 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, res *core.Result
 	core.AddViaHeader(hdr)
 	h.rewriteLocations(hdr, r, route)
 	hdr["X-Attempts"] = attemptsValue(len(res.Attempts))
+	lg.stamp(hdr, nil, res)
 	setDeclined(hdr, lg.declined)
 	if len(resp.Trailer) > 0 {
 		for k := range resp.Trailer {
@@ -493,6 +505,7 @@ func (h *Handler) fail(ctx context.Context, w http.ResponseWriter, e *core.Error
 	hdr.Set("Content-Type", "application/json")
 	hdr.Set("X-Gateway-Error", e.Reason.Code())
 	hdr.Set("X-Attempts", strconv.Itoa(len(e.Attempts)))
+	lg.stamp(hdr, e.Attempts, nil)
 	setDeclined(hdr, lg.declined)
 	w.WriteHeader(lg.status)
 	w.Write(h.publicError(ctx, e).JSON())
@@ -549,6 +562,9 @@ func (h *Handler) log(ctx context.Context, r *http.Request, arrival time.Time, l
 		slog.Int64("durationMs", now.Sub(arrival).Milliseconds()),
 		slog.Int64("hedges", tl.hedges),
 		slog.Int64("ejections", tl.ejections),
+		slog.String("backend", lg.backend), // stamp
+		slog.String("backendUrl", lg.backendURL),
+		slog.Int64("gatewayLatencyMs", lg.latencyMs),
 		slog.String("err", lg.err),
 	}
 	n := len(attrs)
@@ -558,6 +574,9 @@ func (h *Handler) log(ctx context.Context, r *http.Request, arrival time.Time, l
 	line := attrs[:n]
 	if lg.declined != "" {
 		line = append(line[:n:n], slog.String("asyncDeclined", lg.declined))
+	}
+	if lg.asyncReason != "" {
+		line = append(line[:len(line):len(line)], slog.String("asyncReason", lg.asyncReason))
 	}
 	if !lg.accepted.IsZero() {
 		// Both times, when the platform or a trusted proxy said when it

@@ -126,6 +126,9 @@ type Async struct {
 	Continuations *Continuations
 	// Stats, if set, counts hand-offs.
 	Stats *core.Stats
+	// Predictor, if set, hands a route's requests off at once while its
+	// recent ones outlast the trigger (AsyncPredictWindow). Nil: off.
+	Predictor *Predictor
 	// Host states what the host can do. With WorkAfterAnswer set,
 	// notifications are sent in the background, in order, off the
 	// answer's path; otherwise (the zero value) before the call that
@@ -207,6 +210,10 @@ type Accepted struct {
 	StatusURI, DataURI, HeaderURI string
 	// RetryAfter is the suggested poll interval.
 	RetryAfter time.Duration
+	// Reason says why the request was handed off (ReasonTrigger,
+	// ReasonFunctionLimit, ReasonRequeued, ReasonPredicted); empty for an
+	// earlier submission's Accepted answered again.
+	Reason string
 }
 
 // Claim is the hold of a submitting process on an async request it keeps
@@ -310,9 +317,15 @@ func asyncUnavailable(what string, err error) *core.Error {
 // req.Body is stored whole; a req.BodyStream not yet read is streamed to
 // the store instead, and its continuation sends it by one attempt only.
 func (a *Async) Submit(ctx context.Context, req *core.Request, profile *core.Profile, inflight bool) (*Accepted, *Claim, error) {
+	return a.submit(ctx, req, profile, inflight, 0)
+}
+
+// submit is Submit with the queue message of a request not in flight
+// visible only after after (a requeue).
+func (a *Async) submit(ctx context.Context, req *core.Request, profile *core.Profile, inflight bool, after time.Duration) (*Accepted, *Claim, error) {
 	h := handoff{a.engine()}
 	ctx, end := h.start(ctx)
-	acc, c, err := h.submit(ctx, req, profile, inflight)
+	acc, c, err := h.submit(ctx, req, profile, inflight, after)
 	end(acc, err)
 	if err != nil {
 		a.Stats.CountEnd(core.ReasonOf(err))

@@ -20,7 +20,7 @@ type handoff struct{ engine }
 // submit is Submit's work: the writes of the hand-off, or the earlier
 // submission a client's Idempotency-Key names. The Claim it returns is not
 // yet tied to its Async (Submit does that).
-func (h handoff) submit(ctx context.Context, req *core.Request, profile *core.Profile, inflight bool) (*Accepted, *Claim, error) {
+func (h handoff) submit(ctx context.Context, req *core.Request, profile *core.Profile, inflight bool, after time.Duration) (*Accepted, *Claim, error) {
 	now := time.Now()
 	arrival := req.Budget.Arrival
 	if arrival.IsZero() {
@@ -83,8 +83,9 @@ func (h handoff) submit(ctx context.Context, req *core.Request, profile *core.Pr
 	if _, err := h.store.Put(ctx, asyncRecordKey(id), enc, ""); err != nil {
 		return nil, nil, asyncUnavailable("store the record", err)
 	}
-	// 3. The message. An inflight claim's message waits for its lease.
-	var delay time.Duration
+	// 3. The message. An inflight claim's message waits for its lease, a
+	// requeued request's for its Retry-After.
+	delay := queueDelay(after)
 	if inflight {
 		delay = queueDelay(lease)
 	}

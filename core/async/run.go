@@ -81,6 +81,11 @@ func (a *Async) Run(ctx context.Context, req *core.Request, profile *core.Profil
 	if l := req.Budget.Limit; !l.IsZero() && l.Before(trigger) {
 		trigger, atLimit = l, true
 	}
+	route := req.Route.Prefix
+	if a.Predictor.predict(route) {
+		acc, err := a.handOffNow(ctx, req, profile, 0, ReasonPredicted)
+		return nil, acc, err
+	}
 
 	// The attempt may outlive ctx (it may finish after the 202), so it is
 	// detached from it; until the hand-off, ctx ending ends it too.
@@ -103,6 +108,13 @@ func (a *Async) Run(ctx context.Context, req *core.Request, profile *core.Profil
 			cancel(context.Canceled)
 			return nil, nil, f.err
 		}
+		a.Predictor.observe(route, time.Since(arrival) > a.triggerTimeout())
+		if d := a.requeueAfter(f.res, req.Budget.TTL); d > 0 {
+			f.close()
+			cancel(context.Canceled)
+			acc, err := a.handOffNow(ctx, req, profile, d, ReasonRequeued)
+			return nil, acc, err
+		}
 		// In line: the response streams to the client under ctx.
 		return f.res, nil, nil
 	case <-ctx.Done():
@@ -110,6 +122,12 @@ func (a *Async) Run(ctx context.Context, req *core.Request, profile *core.Profil
 		f.close()
 		return nil, nil, &core.Error{Reason: core.ReasonClientGone, Attempts: attemptsOf(f.err), Err: context.Cause(ctx)}
 	case <-timer.C:
+	}
+	reason := ReasonTrigger
+	if cut != nil || atLimit {
+		reason = ReasonFunctionLimit
+	} else {
+		a.Predictor.observe(route, true)
 	}
 
 	var (
@@ -134,19 +152,14 @@ func (a *Async) Run(ctx context.Context, req *core.Request, profile *core.Profil
 			defer func() { (<-done).close() }()
 		}
 	}
-	// The hand-off must end while the invocation can still answer: within
-	// handoffTimeout, and no later than half the margin before the
-	// execution limit (ctx's deadline), so a hanging store is a 503 rather
-	// than an invocation the platform kills.
-	handoff := time.Now().Add(handoffTimeout)
-	if dl, ok := ctx.Deadline(); ok {
-		if d := (core.Budget{}).WithLimit(dl, a.Margin/2).Limit; d.Before(handoff) {
-			handoff = d
-		}
-	}
-	sctx, scancel := context.WithDeadline(context.WithoutCancel(ctx), handoff)
+	// The hand-off must end while the invocation can still answer
+	// (handoffContext).
+	sctx, scancel := a.handoffContext(ctx)
 	acc, claim, err := a.Submit(sctx, req, profile, inflight)
 	scancel()
+	if acc != nil && err == nil {
+		acc.Reason = reason
+	}
 	if err != nil || claim == nil {
 		// Not durable, or an earlier submission with the same key owns the
 		// request: this attempt is not needed.

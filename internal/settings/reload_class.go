@@ -35,6 +35,8 @@ var Classes = map[string]Class{
 	"RetryBackoffMs":            Warm,
 	"RetryBudgetPercent":        Warm,
 	"RetryBudgetMinConcurrency": Warm,
+	"LoadBalanceMode":           Warm,
+	"RetryOnStatusCodes":        Warm,
 	// Requests and answers.
 	"UserProfiles":            Warm,
 	"MaxRetryBodyBytes":       Warm,
@@ -58,6 +60,7 @@ var Classes = map[string]Class{
 	"MaxContinuations":           Cold,
 	"MaxContinuationsPerProfile": Cold,
 	"IdempotencyScopeHeaders":    Cold, // the scope of keys already stored
+	"AsyncPredictWindow":         Cold, // the predictor is built with the async engine
 
 	// The source itself: read from the environment only.
 	SourceSetting:   Cold,
