@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"fngateway/core"
@@ -161,41 +162,45 @@ func TestEMFLineHedges(t *testing.T) {
 // end_ttl_expired 1, and 0 for every other ending, so that each ending's
 // Sum in CloudWatch is the /_gateway/stats counter's rise.
 func TestEMFLineEnding(t *testing.T) {
-	s := testSettings(t, "http://a.test")
-	s.EmfNamespace = "Gateway/Test"
-	var buf bytes.Buffer
-	stats := &core.Stats{}
-	h := &Handler{Settings: s, Stats: stats, Forwarder: &core.Forwarder{Transport: &firstHangsRT{}, Stats: stats},
-		Logger: slog.New(NewJSONLogHandler(&buf))}
-	h.Init()
-	r := httptest.NewRequest("GET", "http://gw.test/x", nil)
-	r.Header.Set("S7PTTL", "0.05")
-	w := httptest.NewRecorder()
-	h.ServeHTTP(w, r)
-	if w.Code != 504 || w.Header().Get("X-Gateway-Error") != "TTLExpired" {
-		t.Fatalf("answer = %d %s; want 504 TTLExpired", w.Code, w.Header().Get("X-Gateway-Error"))
-	}
-	_, v, _ := cloudWatchMetrics(t, bytes.TrimSpace(buf.Bytes()))
-	want := map[string]float64{"requests": 1, "attempts": 1, "attempt_timeout_ttl": 1, "async_accepted": 0}
-	for _, name := range emfEndings {
-		want[name] = 0
-	}
-	want["end_ttl_expired"] = 1
-	for name, w := range want {
-		if got, ok := v[name]; !ok || got != w {
-			t.Errorf("%s = %v (present %v); want %v", name, got, ok, w)
+	// In a bubble: the 50 ms TTL is fake time, so a loaded machine cannot
+	// spend it before the attempt starts (412 instead of 504).
+	synctest.Test(t, func(t *testing.T) {
+		s := testSettings(t, "http://a.test")
+		s.EmfNamespace = "Gateway/Test"
+		var buf bytes.Buffer
+		stats := &core.Stats{}
+		h := &Handler{Settings: s, Stats: stats, Forwarder: &core.Forwarder{Transport: &firstHangsRT{}, Stats: stats},
+			Logger: slog.New(NewJSONLogHandler(&buf))}
+		h.Init()
+		r := httptest.NewRequest("GET", "http://gw.test/x", nil)
+		r.Header.Set("S7PTTL", "0.05")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != 504 || w.Header().Get("X-Gateway-Error") != "TTLExpired" {
+			t.Fatalf("answer = %d %s; want 504 TTLExpired", w.Code, w.Header().Get("X-Gateway-Error"))
 		}
-	}
-	// Every ending the line carries is one /_gateway/stats counts.
-	snap := stats.Snapshot()
-	for _, name := range emfEndings {
-		if _, ok := snap[name]; !ok {
-			t.Errorf("EMF ending %s is not a /_gateway/stats counter", name)
+		_, v, _ := cloudWatchMetrics(t, bytes.TrimSpace(buf.Bytes()))
+		want := map[string]float64{"requests": 1, "attempts": 1, "attempt_timeout_ttl": 1, "async_accepted": 0}
+		for _, name := range emfEndings {
+			want[name] = 0
 		}
-	}
-	if snap["end_ttl_expired"] != 1 {
-		t.Errorf("stats end_ttl_expired = %d; want 1, as the line says", snap["end_ttl_expired"])
-	}
+		want["end_ttl_expired"] = 1
+		for name, w := range want {
+			if got, ok := v[name]; !ok || got != w {
+				t.Errorf("%s = %v (present %v); want %v", name, got, ok, w)
+			}
+		}
+		// Every ending the line carries is one /_gateway/stats counts.
+		snap := stats.Snapshot()
+		for _, name := range emfEndings {
+			if _, ok := snap[name]; !ok {
+				t.Errorf("EMF ending %s is not a /_gateway/stats counter", name)
+			}
+		}
+		if snap["end_ttl_expired"] != 1 {
+			t.Errorf("stats end_ttl_expired = %d; want 1, as the line says", snap["end_ttl_expired"])
+		}
+	})
 }
 
 // TestNoEMFByDefault: without EmfNamespace the line has no _aws.
