@@ -236,6 +236,16 @@ data "aws_iam_policy_document" "gateway" {
     resources = [aws_sqs_queue.continuations.arn]
   }
 
+  # The settings document only (warm_settings.tf): read, never written.
+  dynamic "statement" {
+    for_each = local.warm_source ? [1] : []
+    content {
+      sid       = "SettingsObject"
+      actions   = ["s3:GetObject"]
+      resources = ["${aws_s3_bucket.settings[0].arn}/${local.settings_object_key}"]
+    }
+  }
+
   # Publish only, to the topics this module creates: no sns:CreateTopic
   # (the gateway has their ARNs from NotificationTopicArns).
   dynamic "statement" {

@@ -574,3 +574,37 @@ variable "emf_namespace" {
     error_message = "The emf_namespace value must be a CloudWatch namespace (1-255 letters, digits and . - _ / # :), or null."
   }
 }
+
+# ---------------------------------------------------------------------------
+# WARM settings, reloaded without a restart (docs/settings.md#reloading-settings-warm-and-cold)
+# ---------------------------------------------------------------------------
+
+variable "warm_settings" {
+  description = "WARM settings (the Reload column of docs/settings.md) kept in a settings document in S3 instead of the function's environment, keyed by setting name, each value as the environment writes it: { DefaultTTLSecs = \"60\" }. Written as the JSON object s3://<name>-warm-*/settings.json, which the function polls (SettingsSource, conditional GET on its ETag): changing them changes no environment variable and restarts nothing. A value here overrides the variable of the same name. null: no document, no SettingsSource."
+  type        = map(string)
+  default     = null
+
+  validation {
+    condition     = var.warm_settings == null || alltrue([for k, v in coalesce(var.warm_settings, {}) : can(regex("^[A-Z][A-Za-z0-9]*$", k)) && !startswith(k, "Settings")])
+    error_message = "The warm_settings keys must be the gateway's setting names (DefaultTTLSecs, Routes, …), not a Settings* setting (environment only)."
+  }
+}
+
+variable "settings_refresh_secs" {
+  description = "SettingsRefreshSecs: how often each execution environment polls the settings document (one conditional GET when nothing changed), whole seconds from 1 to 86400."
+  type        = number
+  default     = 30
+  nullable    = false
+
+  validation {
+    condition     = var.settings_refresh_secs >= 1 && var.settings_refresh_secs <= 86400 && floor(var.settings_refresh_secs) == var.settings_refresh_secs
+    error_message = "The settings_refresh_secs value must be whole seconds from 1 to 86400."
+  }
+}
+
+variable "settings_source_optional" {
+  description = "SettingsSourceOptional: true starts an execution environment on its environment's settings when the document cannot be read (logged and counted) instead of failing its start-up."
+  type        = bool
+  default     = false
+  nullable    = false
+}
