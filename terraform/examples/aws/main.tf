@@ -30,7 +30,7 @@ module "gateway" {
   # module's defaults.
   alarms = { email = var.alarm_email }
 
-  # WARM settings, changed live: docs/deploy-aws.md#7-change-a-setting.
+  # WARM settings, changed live: docs/deploy-aws.md#6-change-a-setting.
   warm_settings = var.warm_settings
 }
 
