@@ -112,15 +112,20 @@ var azureSpec = spec{
 var awsSpec = spec{
 	dir:        "aws",
 	settingsAt: []string{"aws_lambda_function.gateway", "environment", "variables"},
-	platform:   []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_HEADERS", "OTEL_SERVICE_NAME"},
+	platform: []string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_HEADERS", "OTEL_SERVICE_NAME",
+		// The AppConfig Agent Lambda extension's poll interval
+		// (warm_settings_source = appconfig).
+		"AWS_APPCONFIG_EXTENSION_POLL_INTERVAL_SECONDS",
+	},
 	notHere: map[string]string{
 		"ListenAddr":          "local host only",
 		"AzureWebJobsStorage": "Azure only",
 		// TestNotificationQueuesOwned checks it is written when there are topics.
 		"NotificationTopicArns": "no variable: written from the SNS topics the module creates (aws_sns_topic.notifications), when there are any",
-		"SettingsSource":        "no variable: written from the settings object (warm_settings.tf) when warm_settings is set (TestWarmSettingsRestartNothing)",
-		"SettingsKeyPrefix":     "App Configuration only: the module's source is an S3 object",
-		"SettingsLabel":         "App Configuration only: the module's source is an S3 object",
+		"SettingsSource":        "no variable: written from the settings object or AppConfig profile (warm_settings.tf) when warm_settings is set (TestWarmSettingsRestartNothing)",
+		"SettingsKeyPrefix":     "Azure App Configuration only: the module's source is an S3 object or AWS AppConfig",
+		"SettingsLabel":         "Azure App Configuration only: the module's source is an S3 object or AWS AppConfig",
 	},
 	sample:        sampleHosts.with(vars{"name": cty.StringVal("fngw"), "package_path": cty.StringVal("dist/aws-lambda.zip")}),
 	limitAt:       "aws_lambda_function.gateway",

@@ -111,6 +111,11 @@ func TestLambdaRolePermissions(t *testing.T) {
 // infra/aws makes, each for a reason of its own.
 var grantedWithoutCall = map[grant]string{
 	{"ResultBucket", "s3:ListBucket"}: "GetObject of a missing key answers 404, not 403 (Amazon S3 API Reference, GetObject, Permissions)",
+	// warm_settings_source = appconfig: the AppConfig Agent Lambda extension
+	// reads the configuration with the function's role; the gateway only
+	// asks the extension's local endpoint (internal/settings/appconfig.go).
+	{"AppConfig", "appconfig:StartConfigurationSession"}: "the AppConfig Agent Lambda extension's call (AppConfig Data API), made with the function's role",
+	{"AppConfig", "appconfig:GetLatestConfiguration"}:    "the AppConfig Agent Lambda extension's call (AppConfig Data API), made with the function's role",
 }
 
 // unneededGrants reports the actions the role grants that neither a call of

@@ -29,7 +29,13 @@ var warmChanged = cty.MapVal(map[string]cty.Value{
 // change rewrites, which the function's settings must not refer to.
 var warmSource = map[string][]string{
 	"azure": {"azurerm_app_configuration_key.warm", "azurerm_app_configuration_key.sentinel"},
-	"aws":   {"aws_s3_object.warm_settings"},
+	"aws":   {"aws_s3_object.warm_settings", "aws_appconfig_hosted_configuration_version.settings", "aws_appconfig_deployment.settings"},
+}
+
+// appConfigSample selects AWS AppConfig for warm_settings.
+var appConfigSample = vars{
+	"warm_settings_source":          cty.StringVal("appconfig"),
+	"appconfig_extension_layer_arn": cty.StringVal("arn:aws:lambda:eu-west-1:434848589818:layer:AWS-AppConfig-Extension-Arm64:1"),
 }
 
 // TestWarmSettingsRestartNothing checks that a change of warm_settings
@@ -48,6 +54,7 @@ func TestWarmSettingsRestartNothing(t *testing.T) {
 		{azureSpec, nil, afterApply},
 		{azureSpec, existingStore, "https://fngw-store.azconfig.io"},
 		{awsSpec, nil, afterApply},
+		{awsSpec, appConfigSample, "appconfig:fngw/gateway/settings"},
 	} {
 		t.Run(c.sp.dir+" "+describe(c.given), func(t *testing.T) {
 			m, err := loadModule(c.sp.dir)
@@ -173,6 +180,33 @@ func TestWarmSettingsSource(t *testing.T) {
 		if !maps.Equal(got, want) {
 			t.Errorf("the settings document reads as %q, want %q", got, want)
 		}
+
+		// With AppConfig: the hosted configuration, deployed.
+		e, err = m.eval(awsSpec.sample.with(appConfigSample).with(vars{"warm_settings": warmSample}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		content, err = e.attr("aws_appconfig_hosted_configuration_version.settings", "content")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err = settings.ParseDocument([]byte(textOf(content))); err != nil || !maps.Equal(got, want) {
+			t.Errorf("the hosted configuration reads as %q (%v), want %q", got, err, want)
+		}
+		if v, err := e.attr("aws_appconfig_deployment.settings", "deployment_strategy_id"); err != nil || textOf(v) != "AppConfig.AllAtOnce" {
+			t.Errorf("deployment strategy %#v (%v), want AppConfig.AllAtOnce", v, err)
+		}
+		// The extension polls as often as the gateway reads it.
+		written, err := writtenSettings(m, awsSpec, appConfigSample.with(vars{"warm_settings": warmSample, "settings_refresh_secs": cty.NumberIntVal(45)}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g := textOf(written["AWS_APPCONFIG_EXTENSION_POLL_INTERVAL_SECONDS"]); g != "45" {
+			t.Errorf("AWS_APPCONFIG_EXTENSION_POLL_INTERVAL_SECONDS %q, want settings_refresh_secs (45)", g)
+		}
+		if g := textOf(written[settings.RefreshSetting]); g != "45" {
+			t.Errorf("%s %q, want 45", settings.RefreshSetting, g)
+		}
 	})
 
 	t.Run("azure", func(t *testing.T) {
@@ -266,6 +300,12 @@ func TestWarmSettingsNames(t *testing.T) {
 			}
 			for _, name := range refused {
 				cases = append(cases, outcome{vars{"warm_settings": cty.MapVal(map[string]cty.Value{name: cty.StringVal("1")})}, false})
+			}
+			if sp.dir == "aws" {
+				// AppConfig without the extension's layer is refused.
+				cases = append(cases,
+					outcome{vars{"warm_settings": warmSample, "warm_settings_source": cty.StringVal("appconfig")}, false},
+					outcome{appConfigSample.with(vars{"warm_settings": warmSample}), true})
 			}
 			report(t, "warm_settings names", checkOutcomes(m, sp, cases))
 		})

@@ -44,6 +44,6 @@ output "notification_topic_arns" {
 }
 
 output "settings_source" {
-  description = "With warm_settings: the S3 object the function reads them from (its SettingsSource, s3://<bucket>/settings.json); null otherwise."
-  value       = local.settings_object_location
+  description = "With warm_settings: where the function reads them from (its SettingsSource): s3://<bucket>/settings.json, or appconfig:<name>/gateway/settings; null otherwise."
+  value       = local.settings_source
 }

@@ -75,6 +75,8 @@ locals {
     local.otel_settings,
     # The source of warm_settings (warm_settings.tf), written once: a change
     # of a WARM setting changes the source, no setting here.
-    local.warm_source ? { SettingsSource = local.settings_object_location } : {},
+    local.warm_source ? { SettingsSource = local.settings_source } : {},
+    # The AppConfig extension polls as often as the gateway reads it.
+    local.warm_appconfig ? { AWS_APPCONFIG_EXTENSION_POLL_INTERVAL_SECONDS = tostring(var.settings_refresh_secs) } : {},
   )
 }

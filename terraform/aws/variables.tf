@@ -608,3 +608,28 @@ variable "settings_source_optional" {
   default     = false
   nullable    = false
 }
+
+variable "warm_settings_source" {
+  description = "Where warm_settings live: s3 (default: a settings document in a bucket of its own, read with a conditional GET) or appconfig (an AWS AppConfig hosted configuration, deployed with AppConfig.AllAtOnce and read through the AppConfig Agent Lambda extension, whose layer appconfig_extension_layer_arn names)."
+  type        = string
+  default     = "s3"
+  nullable    = false
+
+  validation {
+    condition     = contains(["s3", "appconfig"], var.warm_settings_source)
+    error_message = "The warm_settings_source value must be s3 or appconfig."
+  }
+}
+
+variable "appconfig_extension_layer_arn" {
+  # The layer's ARN differs per region and architecture: "Versions of the
+  # AWS AppConfig Agent Lambda extension" (AWS AppConfig User Guide).
+  description = "With warm_settings_source = appconfig: the ARN of the AWS AppConfig Agent Lambda extension's layer for the function's region and architecture (AWS AppConfig User Guide, \"Versions of the AWS AppConfig Agent Lambda extension\")."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.warm_settings == null || var.warm_settings_source != "appconfig" || can(regex("^arn:aws[a-z-]*:lambda:[a-z0-9-]+:[0-9]{12}:layer:[A-Za-z0-9_-]+:[0-9]+$", coalesce(var.appconfig_extension_layer_arn, "x")))
+    error_message = "With warm_settings and warm_settings_source = appconfig, appconfig_extension_layer_arn must be the extension layer's versioned ARN, arn:aws:lambda:<region>:<account>:layer:AWS-AppConfig-Extension[-Arm64]:<version>."
+  }
+}
