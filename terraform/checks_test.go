@@ -14,6 +14,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"fngateway/core"
+	"fngateway/internal/settings"
 )
 
 // setting is what the gateway knows of one of its settings.
@@ -23,8 +24,10 @@ type setting struct {
 	required bool
 }
 
-// gatewaySettings reads the settings the gateway knows from core.Settings:
-// the field names are the settings, the struct tags their defaults.
+// gatewaySettings reads the settings the gateway knows from core.Settings
+// (the field names are the settings, the struct tags their defaults), and
+// adds the settings source's own (internal/settings: read from the
+// environment only, never from a document), with their defaults.
 func gatewaySettings() map[string]setting {
 	out := map[string]setting{}
 	t := reflect.TypeOf(core.Settings{})
@@ -33,7 +36,23 @@ func gatewaySettings() map[string]setting {
 		def, ok := f.Tag.Lookup("default")
 		out[f.Name] = setting{def: def, hasDef: ok, required: f.Tag.Get("required") == "true"}
 	}
+	for name, s := range sourceSettings {
+		out[name] = s
+	}
 	return out
+}
+
+// sourceSettings are the settings of the settings source
+// (docs/settings.md#reloading-settings-warm-and-cold), named by
+// internal/settings' constants; the defaults are those functions/settings.go
+// and internal/settings apply (SettingsRefreshSecs 30 s, the Reloader's
+// Interval; SettingsSourceOptional false; SettingsKeyPrefix DefaultPrefix).
+var sourceSettings = map[string]setting{
+	settings.SourceSetting:   {},
+	settings.RefreshSetting:  {def: "30", hasDef: true},
+	settings.OptionalSetting: {def: "false", hasDef: true},
+	settings.PrefixSetting:   {def: settings.DefaultPrefix, hasDef: true},
+	settings.LabelSetting:    {},
 }
 
 // spec says where a module writes the gateway's settings and which other
@@ -80,6 +99,8 @@ var azureSpec = spec{
 		"InvokeMode":            "Lambda only",
 		"EmfNamespace":          "CloudWatch only: metrics reach Azure Monitor over OpenTelemetry",
 		"NotificationTopicArns": "AWS only: notifications go to Storage queues on Azure",
+		"SettingsSource":        "no variable: written from the App Configuration store (warm_settings.tf) when warm_settings is set (TestWarmSettingsRestartNothing)",
+		"SettingsKeyPrefix":     "the module writes warm_settings under Warm:, the gateway's default (SimpleL7Proxy's layout)",
 	},
 	sample: sampleHosts.with(vars{
 		"name": cty.StringVal("fngw"), "resource_group_name": cty.StringVal("rg"), "location": cty.StringVal("swedencentral"),
@@ -91,12 +112,20 @@ var azureSpec = spec{
 var awsSpec = spec{
 	dir:        "aws",
 	settingsAt: []string{"aws_lambda_function.gateway", "environment", "variables"},
-	platform:   []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_HEADERS", "OTEL_SERVICE_NAME"},
+	platform: []string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_HEADERS", "OTEL_SERVICE_NAME",
+		// The AppConfig Agent Lambda extension's poll interval
+		// (warm_settings_source = appconfig).
+		"AWS_APPCONFIG_EXTENSION_POLL_INTERVAL_SECONDS",
+	},
 	notHere: map[string]string{
 		"ListenAddr":          "local host only",
 		"AzureWebJobsStorage": "Azure only",
 		// TestNotificationQueuesOwned checks it is written when there are topics.
 		"NotificationTopicArns": "no variable: written from the SNS topics the module creates (aws_sns_topic.notifications), when there are any",
+		"SettingsSource":        "no variable: written from the settings object or AppConfig profile (warm_settings.tf) when warm_settings is set (TestWarmSettingsRestartNothing)",
+		"SettingsKeyPrefix":     "Azure App Configuration only: the module's source is an S3 object or AWS AppConfig",
+		"SettingsLabel":         "Azure App Configuration only: the module's source is an S3 object or AWS AppConfig",
 	},
 	sample:        sampleHosts.with(vars{"name": cty.StringVal("fngw"), "package_path": cty.StringVal("dist/aws-lambda.zip")}),
 	limitAt:       "aws_lambda_function.gateway",
@@ -146,7 +175,7 @@ func checkSettingsKnown(m *module, sp spec, known map[string]setting) []string {
 		}
 		seen[n] = true
 		if !allowed(n) {
-			problems = append(problems, fmt.Sprintf("%s writes %s, which the gateway does not read (not a core.Settings field) and which is not a documented host setting", m.name, n))
+			problems = append(problems, fmt.Sprintf("%s writes %s, which the gateway does not read (not a core.Settings field nor a settings source's setting) and which is not a documented host setting", m.name, n))
 		}
 	}
 	return problems

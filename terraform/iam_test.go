@@ -30,6 +30,9 @@ var sdkPermissions = map[string][]grant{
 	"store.go s.client.AbortMultipartUpload":    {{"ResultObjects", "s3:AbortMultipartUpload"}},
 	"store.go s.client.HeadBucket":              {{"ResultBucket", "s3:ListBucket"}},
 	"store.go s.client.CreateBucket":            nil, // only for a missing bucket: the module creates it
+	// The settings document (SettingsSource=s3://, warm_settings): read
+	// only, that one object.
+	"settingsobject.go o.client.GetObject": {{"SettingsObject", "s3:GetObject"}},
 	// A presigned GET is made with the function's credentials.
 	"sign.go s.presign.PresignGetObject": {{"ResultObjects", "s3:GetObject"}},
 	// SQS: the continuation queue.
@@ -91,7 +94,8 @@ func TestLambdaRolePermissions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	granted, err := policyActions(m, awsSpec.sample, "aws_iam_policy_document.gateway")
+	// With warm_settings, so that the settings document's statement is there.
+	granted, err := policyActions(m, awsSpec.sample.with(vars{"warm_settings": warmSample}), "aws_iam_policy_document.gateway")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,6 +111,11 @@ func TestLambdaRolePermissions(t *testing.T) {
 // infra/aws makes, each for a reason of its own.
 var grantedWithoutCall = map[grant]string{
 	{"ResultBucket", "s3:ListBucket"}: "GetObject of a missing key answers 404, not 403 (Amazon S3 API Reference, GetObject, Permissions)",
+	// warm_settings_source = appconfig: the AppConfig Agent Lambda extension
+	// reads the configuration with the function's role; the gateway only
+	// asks the extension's local endpoint (internal/settings/appconfig.go).
+	{"AppConfig", "appconfig:StartConfigurationSession"}: "the AppConfig Agent Lambda extension's call (AppConfig Data API), made with the function's role",
+	{"AppConfig", "appconfig:GetLatestConfiguration"}:    "the AppConfig Agent Lambda extension's call (AppConfig Data API), made with the function's role",
 }
 
 // unneededGrants reports the actions the role grants that neither a call of

@@ -76,9 +76,11 @@ func TestGlobalNames(t *testing.T) {
 	}
 }
 
-// TestAzureRoles checks the roles the Azure module grants the app's identity:
-// what Microsoft documents for an identity-based AzureWebJobsStorage, on the
-// storage account only, and nothing else.
+// TestAzureRoles checks the roles the Azure module grants: to the app's
+// identity, what Microsoft documents for an identity-based
+// AzureWebJobsStorage, on the storage account only, and App Configuration
+// Data Reader on the settings store; to the deployer, App Configuration Data
+// Owner on the store it creates (roleScopes); nothing else.
 func TestAzureRoles(t *testing.T) {
 	m, err := loadModule("azure")
 	if err != nil {
@@ -99,14 +101,26 @@ func TestAzureRoles(t *testing.T) {
 		}
 		s, _ := text(v)
 		roles = append(roles, s)
-		if got := traversalText(m.resources[key].Body.Attributes["scope"].Expr); got != "azurerm_storage_account.gateway.id" {
-			t.Errorf("%s: scope %q, want the storage account only", key, got)
+		scope := traversalText(m.resources[key].Body.Attributes["scope"].Expr)
+		if want := roleScopes[s]; scope != want {
+			t.Errorf("%s: %s on %q, want it on %q only", key, s, scope, want)
 		}
 	}
 	sort.Strings(roles)
-	if want := []string{"Storage Blob Data Owner", "Storage Queue Data Contributor"}; strings.Join(roles, ",") != strings.Join(want, ",") {
+	if want := sortedKeys(roleScopes); strings.Join(roles, ",") != strings.Join(want, ",") {
 		t.Errorf("roles %q, want %q", roles, want)
 	}
+}
+
+// roleScopes are the roles the Azure module grants and where: the app's
+// storage roles on the storage account; with warm_settings, the app's
+// reader role and (for a store the module creates) the deployer's owner
+// role on the App Configuration store only.
+var roleScopes = map[string]string{
+	"Storage Blob Data Owner":        "azurerm_storage_account.gateway.id",
+	"Storage Queue Data Contributor": "azurerm_storage_account.gateway.id",
+	"App Configuration Data Reader":  "local.app_configuration_id",
+	"App Configuration Data Owner":   "azurerm_app_configuration.settings.id",
 }
 
 // traversalText renders an expression that is a single reference

@@ -236,6 +236,28 @@ data "aws_iam_policy_document" "gateway" {
     resources = [aws_sqs_queue.continuations.arn]
   }
 
+  # The settings document only (warm_settings.tf): read, never written.
+  dynamic "statement" {
+    for_each = local.warm_s3 ? [1] : []
+    content {
+      sid       = "SettingsObject"
+      actions   = ["s3:GetObject"]
+      resources = ["${aws_s3_bucket.settings[0].arn}/${local.settings_object_key}"]
+    }
+  }
+
+  # The AppConfig Agent Lambda extension reads the configuration with the
+  # function's role ("AWS AppConfig Agent Lambda extension", AWS AppConfig
+  # User Guide: the two AppConfig Data actions, on the configuration).
+  dynamic "statement" {
+    for_each = local.warm_appconfig ? [1] : []
+    content {
+      sid       = "AppConfig"
+      actions   = ["appconfig:StartConfigurationSession", "appconfig:GetLatestConfiguration"]
+      resources = ["${aws_appconfig_environment.settings[0].arn}/configuration/${aws_appconfig_configuration_profile.settings[0].configuration_profile_id}"]
+    }
+  }
+
   # Publish only, to the topics this module creates: no sns:CreateTopic
   # (the gateway has their ARNs from NotificationTopicArns).
   dynamic "statement" {
@@ -278,6 +300,9 @@ resource "aws_lambda_function" "gateway" {
   # concurrency for a function"): a default would fail on accounts with a low
   # quota, so none is reserved unless asked.
   reserved_concurrent_executions = coalesce(var.reserved_concurrent_executions, -1)
+
+  # The AppConfig Agent Lambda extension, with warm_settings_source = appconfig.
+  layers = local.warm_appconfig ? [var.appconfig_extension_layer_arn] : null
 
   environment {
     variables = local.app_settings

@@ -42,3 +42,8 @@ output "notification_topic_arns" {
   description = "The lifecycle notification SNS FIFO topics (the profiles' topics and notification_topics), by name: the function publishes to these only. Subscribe SQS queues to them."
   value       = { for name, t in aws_sns_topic.notifications : name => t.arn }
 }
+
+output "settings_source" {
+  description = "With warm_settings: where the function reads them from (its SettingsSource): s3://<bucket>/settings.json, or appconfig:<name>/gateway/settings; null otherwise."
+  value       = local.settings_source
+}

@@ -35,9 +35,14 @@ locals {
     IdempotencyScopeHeaders    = join(",", var.idempotency_scope_headers)
     TrustedProxies             = length(var.trusted_proxies) == 0 ? null : join(",", var.trusted_proxies)
     GatewayEndpointLogLevel    = var.gateway_endpoint_log_level
+
+    # How the source of warm_settings is read (warm_settings.tf).
+    SettingsRefreshSecs    = tostring(var.settings_refresh_secs)
+    SettingsSourceOptional = tostring(var.settings_source_optional)
   }
 
-  # The gateway's defaults, as it writes them (core.Settings' tags).
+  # The gateway's defaults, as it writes them (core.Settings' tags; the
+  # source's settings: internal/settings).
   gateway_defaults = {
     DefaultTTLSecs        = "300"
     Timeout               = "1200000"
@@ -59,11 +64,19 @@ locals {
     AsyncInlineResultBytes  = "1048576"
     IdempotencyScopeHeaders = "Authorization"
     GatewayEndpointLogLevel = "info"
+
+    SettingsRefreshSecs    = "30"
+    SettingsSourceOptional = "false"
   }
 
   app_settings = merge(
     { for k, v in local.gateway_settings : k => v if v != null && v != try(local.gateway_defaults[k], null) },
     local.host_settings,
     local.otel_settings,
+    # The source of warm_settings (warm_settings.tf), written once: a change
+    # of a WARM setting changes the source, no setting here.
+    local.warm_source ? { SettingsSource = local.settings_source } : {},
+    # The AppConfig extension polls as often as the gateway reads it.
+    local.warm_appconfig ? { AWS_APPCONFIG_EXTENSION_POLL_INTERVAL_SECONDS = tostring(var.settings_refresh_secs) } : {},
   )
 }

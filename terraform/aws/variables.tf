@@ -574,3 +574,62 @@ variable "emf_namespace" {
     error_message = "The emf_namespace value must be a CloudWatch namespace (1-255 letters, digits and . - _ / # :), or null."
   }
 }
+
+# ---------------------------------------------------------------------------
+# WARM settings, reloaded without a restart (docs/settings.md#reloading-settings-warm-and-cold)
+# ---------------------------------------------------------------------------
+
+variable "warm_settings" {
+  description = "WARM settings (the Reload column of docs/settings.md) kept in a settings document in S3 instead of the function's environment, keyed by setting name, each value as the environment writes it: { DefaultTTLSecs = \"60\" }. Written as the JSON object s3://<name>-warm-*/settings.json, which the function polls (SettingsSource, conditional GET on its ETag): changing them changes no environment variable and restarts nothing. A value here overrides the variable of the same name. null: no document, no SettingsSource."
+  type        = map(string)
+  default     = null
+
+  validation {
+    condition     = var.warm_settings == null || alltrue([for k, v in coalesce(var.warm_settings, {}) : can(regex("^[A-Z][A-Za-z0-9]*$", k)) && !startswith(k, "Settings")])
+    error_message = "The warm_settings keys must be the gateway's setting names (DefaultTTLSecs, Routes, …), not a Settings* setting (environment only)."
+  }
+}
+
+variable "settings_refresh_secs" {
+  description = "SettingsRefreshSecs: how often each execution environment polls the settings document (one conditional GET when nothing changed), whole seconds from 1 to 86400."
+  type        = number
+  default     = 30
+  nullable    = false
+
+  validation {
+    condition     = var.settings_refresh_secs >= 1 && var.settings_refresh_secs <= 86400 && floor(var.settings_refresh_secs) == var.settings_refresh_secs
+    error_message = "The settings_refresh_secs value must be whole seconds from 1 to 86400."
+  }
+}
+
+variable "settings_source_optional" {
+  description = "SettingsSourceOptional: true starts an execution environment on its environment's settings when the document cannot be read (logged and counted) instead of failing its start-up."
+  type        = bool
+  default     = false
+  nullable    = false
+}
+
+variable "warm_settings_source" {
+  description = "Where warm_settings live: s3 (default: a settings document in a bucket of its own, read with a conditional GET) or appconfig (an AWS AppConfig hosted configuration, deployed with AppConfig.AllAtOnce and read through the AppConfig Agent Lambda extension, whose layer appconfig_extension_layer_arn names)."
+  type        = string
+  default     = "s3"
+  nullable    = false
+
+  validation {
+    condition     = contains(["s3", "appconfig"], var.warm_settings_source)
+    error_message = "The warm_settings_source value must be s3 or appconfig."
+  }
+}
+
+variable "appconfig_extension_layer_arn" {
+  # The layer's ARN differs per region and architecture: "Versions of the
+  # AWS AppConfig Agent Lambda extension" (AWS AppConfig User Guide).
+  description = "With warm_settings_source = appconfig: the ARN of the AWS AppConfig Agent Lambda extension's layer for the function's region and architecture (AWS AppConfig User Guide, \"Versions of the AWS AppConfig Agent Lambda extension\")."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.warm_settings == null || var.warm_settings_source != "appconfig" || can(regex("^arn:aws[a-z-]*:lambda:[a-z0-9-]+:[0-9]{12}:layer:[A-Za-z0-9_-]+:[0-9]+$", coalesce(var.appconfig_extension_layer_arn, "x")))
+    error_message = "With warm_settings and warm_settings_source = appconfig, appconfig_extension_layer_arn must be the extension layer's versioned ARN, arn:aws:lambda:<region>:<account>:layer:AWS-AppConfig-Extension[-Arm64]:<version>."
+  }
+}

@@ -62,3 +62,13 @@ output "app_settings" {
   description = "The app settings the module writes (gateway settings that differ from the gateway's defaults, and the host's)."
   value       = local.app_settings
 }
+
+output "settings_source" {
+  description = "With warm_settings: the App Configuration store's endpoint the app reads them from (its SettingsSource); null otherwise."
+  value       = local.app_configuration_endpoint
+}
+
+output "app_configuration_id" {
+  description = "With warm_settings: the App Configuration store holding them (Warm:<setting> and Warm:Sentinel); null otherwise."
+  value       = local.app_configuration_id
+}

@@ -565,3 +565,69 @@ variable "otel_exporter_otlp_headers" {
   default     = null
   sensitive   = true
 }
+
+# ---------------------------------------------------------------------------
+# WARM settings, reloaded without a restart (docs/settings.md#reloading-settings-warm-and-cold)
+# ---------------------------------------------------------------------------
+
+variable "warm_settings" {
+  description = "WARM settings (the Reload column of docs/settings.md) kept in an Azure App Configuration store instead of app settings, keyed by setting name, each value as the environment writes it: { DefaultTTLSecs = \"60\" }. Written as the keys Warm:<name> and the sentinel Warm:Sentinel (a hash of the map), read by the app with its managed identity (SettingsSource = the store's endpoint): changing them changes no app setting and restarts nothing. A value here overrides the app setting of the same name. null: no store, no SettingsSource."
+  type        = map(string)
+  default     = null
+
+  validation {
+    condition     = var.warm_settings == null || alltrue([for k, v in coalesce(var.warm_settings, {}) : can(regex("^[A-Z][A-Za-z0-9]*$", k)) && k != "Sentinel" && !startswith(k, "Settings")])
+    error_message = "The warm_settings keys must be the gateway's setting names (DefaultTTLSecs, Routes, …): not Sentinel (the module writes it) nor a Settings* setting (environment only)."
+  }
+}
+
+variable "app_configuration_id" {
+  description = "With warm_settings: the resource id of an existing App Configuration store to write the keys to (the deployer needs App Configuration Data Owner on it; SettingsSource is https://<store name>.azconfig.io). null: the module creates the store <name>-settings and grants the deployer App Configuration Data Owner on it."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.app_configuration_id == null || can(regex("^/subscriptions/[^/]+/resourceGroups/[^/]+/providers/Microsoft.AppConfiguration/configurationStores/[A-Za-z0-9-]{5,50}$", coalesce(var.app_configuration_id, "x")))
+    error_message = "The app_configuration_id value must be a store's resource id, /subscriptions/<id>/resourceGroups/<group>/providers/Microsoft.AppConfiguration/configurationStores/<name>."
+  }
+}
+
+variable "app_configuration_sku" {
+  # The free tier allows 1,000 requests a day per store ("Azure App
+  # Configuration pricing"): one instance polling the sentinel every 30 s
+  # makes 2,880.
+  description = "The SKU of the App Configuration store the module creates: standard (default), premium, developer or free (1,000 requests a day: less than one instance polling every 30 s)."
+  type        = string
+  default     = "standard"
+  nullable    = false
+
+  validation {
+    condition     = contains(["free", "developer", "standard", "premium"], var.app_configuration_sku)
+    error_message = "The app_configuration_sku value must be free, developer, standard or premium."
+  }
+}
+
+variable "settings_label" {
+  description = "SettingsLabel: the label of the App Configuration keys the module writes and the gateway reads; null: no label."
+  type        = string
+  default     = null
+}
+
+variable "settings_refresh_secs" {
+  description = "SettingsRefreshSecs: how often each instance polls the sentinel (one conditional read when nothing changed), whole seconds from 1 to 86400."
+  type        = number
+  default     = 30
+  nullable    = false
+
+  validation {
+    condition     = var.settings_refresh_secs >= 1 && var.settings_refresh_secs <= 86400 && floor(var.settings_refresh_secs) == var.settings_refresh_secs
+    error_message = "The settings_refresh_secs value must be whole seconds from 1 to 86400."
+  }
+}
+
+variable "settings_source_optional" {
+  description = "SettingsSourceOptional: true starts an instance on its app settings when the store cannot be read (logged and counted) instead of failing its start-up."
+  type        = bool
+  default     = false
+  nullable    = false
+}

@@ -29,6 +29,9 @@ module "gateway" {
   # Who the alarms page (docs/operations.md#alarms-and-alerts-what-each-means-what-to-do); the thresholds are the
   # module's defaults.
   alarms = { email = var.alarm_email }
+
+  # WARM settings, changed live: docs/deploy-aws.md#6-change-a-setting.
+  warm_settings = var.warm_settings
 }
 
 # --- a subscriber of the batch profile's notifications ------------------------

@@ -32,3 +32,8 @@ output "notification_topic_arns" {
   description = "The profiles' SNS FIFO notification topics, by name."
   value       = module.gateway.notification_topic_arns
 }
+
+output "settings_source" {
+  description = "With warm_settings: where the gateway reads them from (its SettingsSource); null otherwise."
+  value       = module.gateway.settings_source
+}

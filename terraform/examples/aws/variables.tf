@@ -26,3 +26,9 @@ variable "alarm_email" {
   type        = string
   default     = null
 }
+
+variable "warm_settings" {
+  description = "WARM settings kept in the settings source instead of the function's settings, keyed by setting name ({ DefaultTTLSecs = \"60\" }): changing them restarts nothing (docs/settings.md#reloading-settings-warm-and-cold). null: none."
+  type        = map(string)
+  default     = null
+}

@@ -42,4 +42,7 @@ module "gateway" {
   # Who the alarms page (docs/operations.md#alarms-and-alerts-what-each-means-what-to-do); the thresholds are the
   # module's defaults.
   alarms = { email = var.alarm_email }
+
+  # WARM settings, changed live: docs/deploy-azure.md#7-change-a-setting.
+  warm_settings = var.warm_settings
 }

@@ -22,3 +22,8 @@ output "entra_scope" {
   description = "With authentication = entra: the scope callers ask their tokens for (functions check --entra-scope)."
   value       = module.gateway.entra_scope
 }
+
+output "settings_source" {
+  description = "With warm_settings: where the gateway reads them from (its SettingsSource); null otherwise."
+  value       = module.gateway.settings_source
+}
