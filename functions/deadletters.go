@@ -21,12 +21,12 @@ import (
 	"fngateway/infra/filestore"
 )
 
-// deadLettersUsage is printed by `functions deadletters -h` and above a
+// deadLettersUsage is printed by `gateway deadletters -h` and above a
 // usage error.
 const deadLettersUsage = `usage:
-  functions deadletters list [--json] [--dlq URL]
-  functions deadletters show [--json] [--dlq URL] <id>
-  functions deadletters redrive [--dry-run] [--dlq URL] [<id>...]
+  gateway deadletters list [--json] [--dlq URL]
+  gateway deadletters show [--json] [--dlq URL] <id>
+  gateway deadletters redrive [--dry-run] [--dlq URL] [<id>...]
 
 Lists, shows and sends back the continuations the async queue set aside:
 the SQS dead-letter queue (AsyncStore=s3://, found from AsyncQueue's
@@ -44,7 +44,7 @@ its expiry, unknown to the store, or unreadable is reported and left.
 With --dry-run nothing changes.
 `
 
-// dlCommand is a parsed `functions deadletters` command line.
+// dlCommand is a parsed `gateway deadletters` command line.
 type dlCommand struct {
 	// Verb is list, show or redrive.
 	Verb string
@@ -60,7 +60,7 @@ type dlCommand struct {
 // wrong (exit code 2).
 var errUsage = errors.New("usage")
 
-// parseDeadLetters parses the arguments after `functions deadletters`.
+// parseDeadLetters parses the arguments after `gateway deadletters`.
 func parseDeadLetters(args []string) (dlCommand, error) {
 	var c dlCommand
 	if len(args) == 0 {
@@ -139,7 +139,7 @@ func validLetterID(s string) bool {
 	return true
 }
 
-// runDeadLetters is `functions deadletters …`; it returns the exit code: 0,
+// runDeadLetters is `gateway deadletters …`; it returns the exit code: 0,
 // 1 when a dead letter could not be read, sent or deleted, 2 for a bad
 // command line or setting.
 func runDeadLetters(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -155,7 +155,7 @@ func deadLettersCmd(ctx context.Context, args []string, env func(string) (string
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "functions deadletters: %v\n\n%s", err, deadLettersUsage)
+		fmt.Fprintf(stderr, "gateway deadletters: %v\n\n%s", err, deadLettersUsage)
 		return 2
 	}
 	r, where, err := openDeadLetters(ctx, env, c.DLQ)
@@ -171,7 +171,7 @@ func deadLettersCmd(ctx context.Context, args []string, env func(string) (string
 		if c.Verb == "show" {
 			l, ok := findLetter(letters, c.IDs[0])
 			if !ok {
-				fmt.Fprintf(stderr, "functions deadletters: no dead letter has the id %s in %s\n", c.IDs[0], where)
+				fmt.Fprintf(stderr, "gateway deadletters: no dead letter has the id %s in %s\n", c.IDs[0], where)
 				return 1
 			}
 			letters = []async.Letter{l}
@@ -448,7 +448,7 @@ func printRedrive(w, stderr io.Writer, outs []async.Outcome, where string, dryRu
 		switch {
 		case o.Err != nil:
 			fmt.Fprintf(w, "%s: failed%s: %v\n", o.Key(), copies, o.Err)
-			fmt.Fprintf(stderr, "functions deadletters: %s: %v\n", o.Key(), o.Err)
+			fmt.Fprintf(stderr, "gateway deadletters: %s: %v\n", o.Key(), o.Err)
 			code = 1
 			left++
 		case o.Verdict.Sends():
