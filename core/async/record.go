@@ -206,6 +206,10 @@ type asyncRecord struct {
 	// random bytes made at submission, base64 in JSON. A record written
 	// before it existed has none, and no gateway URL verifies against it.
 	ResultKey []byte `json:"resultKey,omitempty"`
+	// RequestID is the submitting request's id (X-Request-Id,
+	// core.ParseRequestID): its continuation's log lines, attempts and
+	// notifications carry it. "" in a record written before it existed.
+	RequestID string `json:"requestId,omitempty"`
 }
 
 // Encode returns r's wire form. It fails only for a record decodeAsyncRecord
@@ -257,6 +261,8 @@ func (r *asyncRecord) validate() error {
 		return bad("malformed container")
 	case !storableTime(r.Arrival) || !storableTime(r.Expiry):
 		return bad("arrival and expiry must be times between years 1 and 9999")
+	case r.RequestID != "" && !validRequestID(r.RequestID):
+		return bad("malformed request id")
 	case r.Checkpoints < 0 || r.Request.BodySize < 0:
 		return bad("negative count")
 	case !core.IsToken(r.Request.Method):
@@ -349,6 +355,9 @@ type notification struct {
 	Status      string `json:"Status"`
 	Timestamp   string `json:"Timestamp"`
 	TopicName   string `json:"topicName"`
+	// RequestID is the request id (X-Request-Id) of the request, when
+	// known: what ties a notification to the gateway's log lines.
+	RequestID string `json:"requestId,omitempty"`
 }
 
 // The notification statuses.
@@ -393,4 +402,11 @@ func Garbage(key string, data []byte, now time.Time) []string {
 		return []string{key}
 	}
 	return nil
+}
+
+// validRequestID reports whether id is a request id the gateway could have
+// made or believed (core.ParseRequestID).
+func validRequestID(id string) bool {
+	_, ok := core.ParseRequestID(id)
+	return ok
 }
