@@ -27,6 +27,7 @@ const deadLettersUsage = `usage:
   gateway deadletters list [--json] [--dlq URL]
   gateway deadletters show [--json] [--dlq URL] <id>
   gateway deadletters redrive [--dry-run] [--dlq URL] [<id>...]
+  gateway deadletters purge [--dry-run] [--force] [--min-age D] [--dlq URL] [<id>...]
 
 Lists, shows and sends back the continuations the async queue set aside:
 the SQS dead-letter queue (AsyncStore=s3://, found from AsyncQueue's
@@ -41,7 +42,11 @@ file store). redrive without ids takes every dead letter: a request that
 can still finish is sent back to the continuation queue; one already
 finished is acknowledged (its dead letters deleted, nothing sent); one past
 its expiry, unknown to the store, or unreadable is reported and left.
-With --dry-run nothing changes.
+purge without ids takes every dead letter and deletes it for good; it
+refuses one younger than --min-age (default 1h) and one whose request can
+still finish (redrive it instead), unless --force, which ends such a
+request as Failed before its dead letter goes. With --dry-run nothing
+changes.
 `
 
 // dlCommand is a parsed `gateway deadletters` command line.
@@ -54,6 +59,10 @@ type dlCommand struct {
 	DryRun, JSON bool
 	// DLQ is the SQS dead-letter queue's URL, "" to find it.
 	DLQ string
+	// Force and MinAge (purge): purge what is younger than MinAge, or
+	// can still finish, too.
+	Force  bool
+	MinAge time.Duration
 }
 
 // errUsage is wrapped by parseDeadLetters's errors: the command line is
@@ -64,22 +73,26 @@ var errUsage = errors.New("usage")
 func parseDeadLetters(args []string) (dlCommand, error) {
 	var c dlCommand
 	if len(args) == 0 {
-		return c, fmt.Errorf("%w: want a subcommand: list, show or redrive", errUsage)
+		return c, fmt.Errorf("%w: want a subcommand: list, show, redrive or purge", errUsage)
 	}
 	c.Verb = args[0]
 	switch c.Verb {
-	case "list", "show", "redrive":
+	case "list", "show", "redrive", "purge":
 	case "-h", "--help", "help":
 		return dlCommand{Verb: "help"}, nil
 	default:
-		return c, fmt.Errorf("%w: unknown subcommand %.60q: want list, show or redrive", errUsage, c.Verb)
+		return c, fmt.Errorf("%w: unknown subcommand %.60q: want list, show, redrive or purge", errUsage, c.Verb)
 	}
 	fs := flag.NewFlagSet("deadletters "+c.Verb, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&c.DLQ, "dlq", "", "the SQS dead-letter queue URL")
-	if c.Verb == "redrive" {
+	switch c.Verb {
+	case "purge":
+		purgeFlags(fs, &c)
+		fallthrough
+	case "redrive":
 		fs.BoolVar(&c.DryRun, "dry-run", false, "change nothing")
-	} else {
+	default:
 		fs.BoolVar(&c.JSON, "json", false, "print JSON")
 	}
 	if err := fs.Parse(args[1:]); err != nil {
@@ -186,6 +199,9 @@ func deadLettersCmd(ctx context.Context, args []string, env func(string) (string
 		}
 		printLetters(stdout, letters, where, now)
 		return 0
+	}
+	if c.Verb == "purge" {
+		return runPurge(ctx, r, c, where, now, stdout, stderr)
 	}
 	outs, err := r.Redrive(ctx, c.IDs, c.DryRun, now)
 	if err != nil {
