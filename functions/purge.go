@@ -60,11 +60,11 @@ func runPurge(ctx context.Context, r *async.Redriver, c dlCommand, where string,
 			purged++
 		}
 	}
-	verb := "purge"
+	verb, did := "purge", "purged"
 	if c.DryRun {
-		verb = "purge --dry-run (nothing changed)"
+		verb, did = "purge --dry-run (nothing changed)", "would be purged"
 	}
-	fmt.Fprintf(stdout, "%s: %d purged, %d kept in %s\n", verb, purged, kept, where)
+	fmt.Fprintf(stdout, "%s: %d %s, %d kept in %s\n", verb, purged, did, kept, where)
 	if kept > 0 && code == 0 && !c.DryRun {
 		code = 1
 	}

@@ -325,7 +325,8 @@ const DefaultPurgeMinAge = time.Hour
 
 // Purge discards the dead letters whose key (request id or message id) is
 // in keys, or every one when keys is empty. It refuses, and keeps, a letter
-// younger than minAge (Letter.Age) and one whose request can still finish
+// younger than minAge (Letter.Age; one whose age is unknown is not held)
+// and one whose request can still finish
 // (VerdictSend: redrive it instead), unless force; a forced purge of a
 // request that can still finish ends that request first (EndSetAside), so
 // that it never answers 202 running until its expiry. With dryRun nothing
@@ -339,7 +340,7 @@ func (r *Redriver) Purge(ctx context.Context, keys []string, dryRun, force bool,
 	result := make([]Outcome, 0, len(outs))
 	for _, o := range outs {
 		switch {
-		case !force && o.Age(now) < minAge:
+		case !force && o.Age(now) > 0 && o.Age(now) < minAge: // an age unknown (zero) is not held against it
 			o.Refused = fmt.Sprintf("younger than %s (%s old): --force to purge it", minAge, o.Age(now).Round(time.Second))
 		case !force && o.Verdict.Sends():
 			o.Refused = "its request can still finish: redrive it, or --force to purge it and end the request"
