@@ -120,8 +120,8 @@ func TestDeadLettersBinary(t *testing.T) {
 	if got := total.Load(); got != calls {
 		t.Errorf("backend calls %d; want still %d", got, calls)
 	}
-	out, code = runDeadLettersCmd(t, env, "purge")
-	if code != 2 || !strings.Contains(out, `unknown subcommand "purge"`) {
+	out, code = runDeadLettersCmd(t, env, "drop")
+	if code != 2 || !strings.Contains(out, `unknown subcommand "drop"`) {
 		t.Errorf("unknown subcommand: exit %d\n%s; want 2 naming it", code, out)
 	}
 }

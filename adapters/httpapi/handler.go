@@ -136,7 +136,7 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request) {
 	}
 	eligible, declined := h.asyncEligible(r, route, req)
 	if eligible {
-		h.proxyAsync(w, r, req, &lg)
+		h.proxyAsync(w, r.WithContext(ctx), req, &lg) // its notifications and continuation carry the request id
 		return
 	}
 	lg.declined = declined
