@@ -24,6 +24,11 @@ type Attempt struct {
 	Status     int     `json:"status,omitempty"`
 	Outcome    Outcome `json:"outcome"`
 	DurationMs int64   `json:"durationMs"`
+	// Failure says why an attempt that brought no answer failed, and
+	// Phase how far it got (also an answer whose body broke off:
+	// CutInBody); both empty for an answer received whole.
+	Failure Failure `json:"cause,omitempty"`
+	Phase   Phase   `json:"phase,omitempty"`
 	// Cause is the deadline that ended a timed-out attempt.
 	Cause Cause `json:"-"`
 	// Hedge marks an attempt started beside a still-running one when its
@@ -234,4 +239,26 @@ func (e *Error) JSON() []byte {
 		msg = e.Err.Error()
 	}
 	return ErrorJSON(e.Reason.Code(), msg, e.Attempts)
+}
+
+// AttemptsJSON returns the timeline as the error document writes it, a
+// JSON array: the per-request log line's "upstream" (docs/observability.md).
+func AttemptsJSON(attempts []Attempt) json.RawMessage {
+	if len(attempts) == 0 {
+		return json.RawMessage("[]")
+	}
+	b, _ := json.Marshal(attempts)
+	return b
+}
+
+// InFlight returns the attempt a gateway timeout cut while it waited: the
+// last one the timeline ended by a deadline, and whether there is one (a
+// TTL that ran out during a backoff wait cut none).
+func InFlight(attempts []Attempt) (Attempt, bool) {
+	if n := len(attempts); n > 0 {
+		if a := attempts[n-1]; a.Outcome == OutcomeTimeout || a.Outcome == OutcomeFunctionLimit {
+			return a, true
+		}
+	}
+	return Attempt{}, false
 }

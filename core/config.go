@@ -63,6 +63,9 @@ type Settings struct {
 	AsyncTimeout Millis `default:"1800000"`
 	// AsyncTTLSecs is an async request's expiry from arrival.
 	AsyncTTLSecs Seconds `default:"86400"`
+	// AsyncPollMaxSecs caps the Retry-After of a pending async request,
+	// which grows with the request's age (docs/async-api.md).
+	AsyncPollMaxSecs Seconds `default:"30"`
 	// UserProfiles are selected by the X-UserProfile header.
 	UserProfiles Profiles
 	// AsyncStore names where continuation records and results live.

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptrace"
 	"net/textproto"
 	"net/url"
 	"strconv"
@@ -62,8 +61,9 @@ type Request struct {
 	// from the transport's goroutine while Forward waits; an error fails
 	// the attempt.
 	Informational func(code int, header textproto.MIMEHeader) error
-
-	trace httptrace.ClientTrace // the attempt's, calling Informational
+	// RequestID names the request in every log line and on every attempt
+	// (X-Request-Id); "" sends none.
+	RequestID string
 }
 
 // Result is a backend response the client gets: its status and headers
@@ -346,11 +346,13 @@ func (f *Forwarder) attempt(parent context.Context, rt http.RoundTripper, req *R
 	}
 	cancel(context.Canceled)
 	ar.cancel = nil
+	ar.record.Phase = ar.phase()
 	var de deadlineError
 	switch c := context.Cause(ctx); {
 	case errors.As(c, &de):
 		ar.record.Cause = de.cause
 		ar.record.Outcome = OutcomeTimeout
+		ar.record.Failure = FailureTimeout
 		if de.cause == CauseFunctionLimit {
 			ar.record.Outcome = OutcomeFunctionLimit
 		}
@@ -358,6 +360,7 @@ func (f *Forwarder) attempt(parent context.Context, rt http.RoundTripper, req *R
 	case errors.Is(c, ErrFunctionLimit):
 		ar.record.Cause = CauseFunctionLimit
 		ar.record.Outcome = OutcomeFunctionLimit
+		ar.record.Failure = FailureTimeout
 		f.Stats.countTimeout(CauseFunctionLimit)
 	case parent.Err() != nil:
 		// The caller ended it: the client left, or cancelled the async
@@ -366,6 +369,7 @@ func (f *Forwarder) attempt(parent context.Context, rt http.RoundTripper, req *R
 		ar.record.Outcome = OutcomeCancelled
 	default:
 		ar.record.Outcome = OutcomeConnectError
+		ar.record.Failure = classify(err)
 		var op *net.OpError
 		ar.dial = errors.As(err, &op) && op.Op == "dial"
 	}
@@ -615,7 +619,7 @@ func buildOutgoing(ctx context.Context, req *Request, path string, host *url.URL
 // the headers the gateway sets, in one allocation (an attemptResult's).
 type outgoing struct {
 	url  url.URL
-	vals [8]string
+	vals [9]string
 }
 
 // build is buildOutgoing with o as the request's storage; o must outlive
@@ -623,7 +627,7 @@ type outgoing struct {
 func (o *outgoing) build(ctx context.Context, req *Request, path target, host *url.URL, window time.Duration) *http.Request {
 	h := make(http.Header, len(req.Header)+6)
 	for k, v := range req.Header {
-		if len(k) >= 3 && strings.EqualFold(k[:3], "s7p") || isHopHeader(k) || k == "Traceparent" || k == "Tracestate" {
+		if len(k) >= 3 && strings.EqualFold(k[:3], "s7p") || isHopHeader(k) || k == "Traceparent" || k == "Tracestate" || k == "X-Request-Id" {
 			continue
 		}
 		h[k] = v
@@ -676,6 +680,9 @@ func (o *outgoing) build(ctx context.Context, req *Request, path target, host *u
 	set("Via", AddVia(h["Via"]))
 	if req.IdempotencyKey != "" {
 		set("Idempotency-Key", req.IdempotencyKey)
+	}
+	if req.RequestID != "" {
+		set("X-Request-Id", req.RequestID) // the gateway's, never the client's own
 	}
 	set("X-Envoy-Expected-Rq-Timeout-Ms", strconv.FormatInt(max(window.Milliseconds(), 1), 10))
 	if ct := h.Get("Content-Type"); strings.HasPrefix(ct, "application/grpc") {

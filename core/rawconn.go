@@ -57,27 +57,35 @@ func recordsHeads(http.RoundTripper) bool { return recordingLive.Load() }
 type connTrace struct {
 	trace httptrace.ClientTrace
 	conn  *headConn
+	got   atomic.Bool // a connection was had: the attempt is past its connect phase
 }
 
-func (ct *connTrace) gotConn(i httptrace.GotConnInfo) { ct.conn, _ = i.Conn.(*headConn) }
+func (ct *connTrace) gotConn(i httptrace.GotConnInfo) {
+	ct.got.Store(true)
+	ct.conn, _ = i.Conn.(*headConn)
+}
 
-// trace returns ctx with the attempt's one client trace: it passes 1xx
-// answers to req.Informational and, when rt records response heads,
-// records the attempt's connection in ar.
+// trace returns ctx with the attempt's one client trace: it records
+// whether the attempt got a connection (its phase, for the log) and, when
+// rt records response heads, which one, and it passes 1xx answers to
+// req.Informational.
 func (ar *attemptResult) trace(ctx context.Context, rt http.RoundTripper, req *Request) context.Context {
-	if recordsHeads(rt) {
-		ct := &connTrace{}
-		ct.trace.GotConn = ct.gotConn
-		ct.trace.Got1xxResponse = req.Informational
-		ar.conn = ct
-		return httptrace.WithClientTrace(ctx, &ct.trace)
+	ct := &connTrace{}
+	ct.trace.GotConn = ct.gotConn
+	ct.trace.Got1xxResponse = req.Informational
+	ar.conn = ct
+	if !recordsHeads(rt) {
+		ct.trace.GotConn = func(httptrace.GotConnInfo) { ct.got.Store(true) }
 	}
-	if req.Informational != nil {
-		// The trace lives in req: attempts run one after another.
-		req.trace = httptrace.ClientTrace{Got1xxResponse: req.Informational}
-		return httptrace.WithClientTrace(ctx, &req.trace)
+	return httptrace.WithClientTrace(ctx, &ct.trace)
+}
+
+// phase is how far the attempt got before it ended without an answer.
+func (ar *attemptResult) phase() Phase {
+	if ar.conn != nil && ar.conn.got.Load() {
+		return PhaseHeaders
 	}
-	return ctx
+	return PhaseConnect
 }
 
 // stripRawConnection deletes from resp the headers its Connection header

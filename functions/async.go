@@ -97,6 +97,7 @@ func newAsync(s *core.Settings, p *asyncParts, fwd *core.Forwarder, stats *core.
 		Forwarder:      fwd,
 		Router:         core.NewRouter(s),
 		TTL:            s.AsyncTTLSecs.D(),
+		PollMax:        s.AsyncPollMaxSecs.D(),
 		Timeout:        s.AsyncTimeout.D(),
 		Margin:         s.FunctionLimitMarginMs.D(),
 		TriggerTimeout: s.AsyncTriggerTimeout.D(),

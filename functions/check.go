@@ -18,15 +18,15 @@ import (
 	"fngateway/core"
 )
 
-// runCheck is `functions check [flags] <URL>`: it probes a deployed
+// runCheck is `gateway check [flags] <URL>`: it probes a deployed
 // gateway and prints a pass/fail report. It returns 0 when every probe
 // passed, 1 when one failed, 2 for a flag it cannot read.
 func runCheck(args []string, stdout, stderr io.Writer) int {
 	return checkCmd(context.Background(), args, stdout, stderr)
 }
 
-// checkUsage is printed above the flags by `functions check -h`.
-const checkUsage = `usage: functions check [flags] <URL>
+// checkUsage is printed above the flags by `gateway check -h`.
+const checkUsage = `usage: gateway check [flags] <URL>
 
 Probes a deployed gateway at URL (its Function URL, function app URL or
 PublicBaseURL) and prints one line per probe, PASS or FAIL:
@@ -46,11 +46,11 @@ PublicBaseURL) and prints one line per probe, PASS or FAIL:
 The exit status is 0 when every probe passed, 1 otherwise.
 
 examples:
-  functions check https://<app>.azurewebsites.net
-  functions check --slow-path /delay/10 --ttl 2 --async --profile u1 https://<app>.azurewebsites.net
-  functions check --aws-sigv4 --region eu-west-1 https://<id>.lambda-url.eu-west-1.on.aws/
-  functions check --function-key "$KEY" https://<app>.azurewebsites.net
-  functions check --entra-scope api://<client-id>/.default --function-key "$KEY" https://<app>.azurewebsites.net
+  gateway check https://<app>.azurewebsites.net
+  gateway check --slow-path /delay/10 --ttl 2 --async --profile u1 https://<app>.azurewebsites.net
+  gateway check --aws-sigv4 --region eu-west-1 https://<id>.lambda-url.eu-west-1.on.aws/
+  gateway check --function-key "$KEY" https://<app>.azurewebsites.net
+  gateway check --entra-scope api://<client-id>/.default --function-key "$KEY" https://<app>.azurewebsites.net
 
 Credentials go only to the gateway's own host, never to a 303's data URL:
 --aws-sigv4 signs for an AWS_IAM Function URL; --entra-scope sends
@@ -199,7 +199,7 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "check: %v; run functions check -h for the flags\n", err)
+		fmt.Fprintf(stderr, "check: %v; run gateway check -h for the flags\n", err)
 		return code
 	}
 	ch := &checker{cfg: c, client: &http.Client{
@@ -217,7 +217,7 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return 2
 		}
 	}
-	fmt.Fprintf(stdout, "functions check %s\n", c.base)
+	fmt.Fprintf(stdout, "gateway check %s\n", c.base)
 	results := []checkResult{ch.passThrough(ctx), ch.ttlProbe(ctx)}
 	if c.async {
 		results = append(results, ch.asyncProbe(ctx))

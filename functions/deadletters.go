@@ -19,12 +19,13 @@ import (
 	"fngateway/infra/filestore"
 )
 
-// deadLettersUsage is printed by `functions deadletters -h` and above a
+// deadLettersUsage is printed by `gateway deadletters -h` and above a
 // usage error.
 const deadLettersUsage = `usage:
-  functions deadletters list [--json] [--dlq URL]
-  functions deadletters show [--json] [--dlq URL] <id>
-  functions deadletters redrive [--dry-run] [--dlq URL] [<id>...]
+  gateway deadletters list [--json] [--dlq URL]
+  gateway deadletters show [--json] [--dlq URL] <id>
+  gateway deadletters redrive [--dry-run] [--dlq URL] [<id>...]
+  gateway deadletters purge [--dry-run] [--force] [--min-age D] [--dlq URL] [<id>...]
 
 Lists, shows and sends back the continuations the async queue set aside:
 the SQS dead-letter queue (AsyncStore=s3://, found from AsyncQueue's
@@ -39,10 +40,14 @@ file store). redrive without ids takes every dead letter: a request that
 can still finish is sent back to the continuation queue; one already
 finished is acknowledged (its dead letters deleted, nothing sent); one past
 its expiry, unknown to the store, or unreadable is reported and left.
-With --dry-run nothing changes.
+purge without ids takes every dead letter and deletes it for good; it
+refuses one younger than --min-age (default 1h) and one whose request can
+still finish (redrive it instead), unless --force, which ends such a
+request as Failed before its dead letter goes. With --dry-run nothing
+changes.
 `
 
-// dlCommand is a parsed `functions deadletters` command line.
+// dlCommand is a parsed `gateway deadletters` command line.
 type dlCommand struct {
 	// Verb is list, show or redrive.
 	Verb string
@@ -52,32 +57,40 @@ type dlCommand struct {
 	DryRun, JSON bool
 	// DLQ is the SQS dead-letter queue's URL, "" to find it.
 	DLQ string
+	// Force and MinAge (purge): purge what is younger than MinAge, or
+	// can still finish, too.
+	Force  bool
+	MinAge time.Duration
 }
 
 // errUsage is wrapped by parseDeadLetters's errors: the command line is
 // wrong (exit code 2).
 var errUsage = errors.New("usage")
 
-// parseDeadLetters parses the arguments after `functions deadletters`.
+// parseDeadLetters parses the arguments after `gateway deadletters`.
 func parseDeadLetters(args []string) (dlCommand, error) {
 	var c dlCommand
 	if len(args) == 0 {
-		return c, fmt.Errorf("%w: want a subcommand: list, show or redrive", errUsage)
+		return c, fmt.Errorf("%w: want a subcommand: list, show, redrive or purge", errUsage)
 	}
 	c.Verb = args[0]
 	switch c.Verb {
-	case "list", "show", "redrive":
+	case "list", "show", "redrive", "purge":
 	case "-h", "--help", "help":
 		return dlCommand{Verb: "help"}, nil
 	default:
-		return c, fmt.Errorf("%w: unknown subcommand %.60q: want list, show or redrive", errUsage, c.Verb)
+		return c, fmt.Errorf("%w: unknown subcommand %.60q: want list, show, redrive or purge", errUsage, c.Verb)
 	}
 	fs := flag.NewFlagSet("deadletters "+c.Verb, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&c.DLQ, "dlq", "", "the SQS dead-letter queue URL")
-	if c.Verb == "redrive" {
+	switch c.Verb {
+	case "purge":
+		purgeFlags(fs, &c)
+		fallthrough
+	case "redrive":
 		fs.BoolVar(&c.DryRun, "dry-run", false, "change nothing")
-	} else {
+	default:
 		fs.BoolVar(&c.JSON, "json", false, "print JSON")
 	}
 	if err := fs.Parse(args[1:]); err != nil {
@@ -137,7 +150,7 @@ func validLetterID(s string) bool {
 	return true
 }
 
-// runDeadLetters is `functions deadletters …`; it returns the exit code: 0,
+// runDeadLetters is `gateway deadletters …`; it returns the exit code: 0,
 // 1 when a dead letter could not be read, sent or deleted, 2 for a bad
 // command line or setting.
 func runDeadLetters(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -153,7 +166,7 @@ func deadLettersCmd(ctx context.Context, args []string, env func(string) (string
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "functions deadletters: %v\n\n%s", err, deadLettersUsage)
+		fmt.Fprintf(stderr, "gateway deadletters: %v\n\n%s", err, deadLettersUsage)
 		return 2
 	}
 	r, where, err := openDeadLetters(ctx, env, c.DLQ)
@@ -169,7 +182,7 @@ func deadLettersCmd(ctx context.Context, args []string, env func(string) (string
 		if c.Verb == "show" {
 			l, ok := findLetter(letters, c.IDs[0])
 			if !ok {
-				fmt.Fprintf(stderr, "functions deadletters: no dead letter has the id %s in %s\n", c.IDs[0], where)
+				fmt.Fprintf(stderr, "gateway deadletters: no dead letter has the id %s in %s\n", c.IDs[0], where)
 				return 1
 			}
 			letters = []async.Letter{l}
@@ -184,6 +197,9 @@ func deadLettersCmd(ctx context.Context, args []string, env func(string) (string
 		}
 		printLetters(stdout, letters, where, now)
 		return 0
+	}
+	if c.Verb == "purge" {
+		return runPurge(ctx, r, c, where, now, stdout, stderr)
 	}
 	outs, err := r.Redrive(ctx, c.IDs, c.DryRun, now)
 	if err != nil {
@@ -410,7 +426,7 @@ func printRedrive(w, stderr io.Writer, outs []async.Outcome, where string, dryRu
 		switch {
 		case o.Err != nil:
 			fmt.Fprintf(w, "%s: failed%s: %s\n", printable(o.Key()), copies, printable(o.Err.Error()))
-			fmt.Fprintf(stderr, "functions deadletters: %s: %s\n", printable(o.Key()), printable(o.Err.Error()))
+			fmt.Fprintf(stderr, "gateway deadletters: %s: %s\n", printable(o.Key()), printable(o.Err.Error()))
 			code = 1
 			left++
 		case o.Verdict.Sends():

@@ -49,7 +49,11 @@ func TestParseDeadLetters(t *testing.T) {
 			dlCommand{Verb: "redrive", IDs: []string{}, DLQ: "https://sqs.eu-west-1.amazonaws.com/123456789012/gw-continuations-dlq"}, ""},
 		{[]string{"--help"}, dlCommand{Verb: "help"}, ""},
 		{nil, dlCommand{}, "want a subcommand"},
-		{[]string{"purge"}, dlCommand{}, `unknown subcommand "purge"`},
+		{[]string{"purge"}, dlCommand{Verb: "purge", IDs: []string{}, MinAge: time.Hour}, ""},
+		{[]string{"purge", "--dry-run", "--force", "--min-age", "10m", id}, dlCommand{Verb: "purge", DryRun: true, Force: true, MinAge: 10 * time.Minute, IDs: []string{id}}, ""},
+		{[]string{"purge", "--min-age", "soon"}, dlCommand{}, "-min-age"},
+		{[]string{"purge", "--json"}, dlCommand{}, "-json"},
+		{[]string{"drop"}, dlCommand{}, `unknown subcommand "drop"`},
 		{[]string{"list", id}, dlCommand{}, "list takes no id"},
 		{[]string{"show"}, dlCommand{}, "want exactly one id, got 0"},
 		{[]string{"show", id, id}, dlCommand{}, "want exactly one id, got 2"},
@@ -102,7 +106,7 @@ func FuzzParseDeadLetters(f *testing.F) {
 		if err != nil || c.Verb == "help" {
 			return
 		}
-		if c.Verb != "list" && c.Verb != "show" && c.Verb != "redrive" {
+		if c.Verb != "list" && c.Verb != "show" && c.Verb != "redrive" && c.Verb != "purge" {
 			t.Fatalf("verb %q parsed", c.Verb)
 		}
 		for _, id := range c.IDs {
@@ -119,6 +123,12 @@ func FuzzParseDeadLetters(f *testing.F) {
 		}
 		if c.DLQ != "" {
 			again = append(again, "--dlq", c.DLQ)
+		}
+		if c.Verb == "purge" {
+			again = append(again, "--min-age", c.MinAge.String())
+			if c.Force {
+				again = append(again, "--force")
+			}
 		}
 		again = append(again, c.IDs...)
 		c2, err := parseDeadLetters(again)
@@ -464,6 +474,79 @@ func testDeadLetters(t *testing.T, be *dlBackend, deadLetter func(*testing.T, as
 	}
 	if got := be.calls.Load(); got != 2 {
 		t.Errorf("backend calls = %d; want still 2", got)
+	}
+	testPurge(t, be, gw, srv.URL, q, redriven.Body, acc.ID, deadLetter)
+}
+
+// testPurge: purge refuses a dead letter younger than --min-age and one
+// whose request can still finish, changes nothing with --dry-run, deletes a
+// finished request's letter, and with --force deletes a pending request's
+// letter and ends that request Failed.
+func testPurge(t *testing.T, be *dlBackend, gw *gateway, url string, q async.Queue, finishedBody []byte, finished string, deadLetter func(*testing.T, async.Queue)) {
+	ctx := t.Context()
+	// The redriven delivery above found a live claim and put its message
+	// back, delayed to the claim's end (a lease at most): take it first, so
+	// that each deadLetter below finds the one message it expects.
+	if m := receiveOne(t, q); !bytes.Equal(m.Body, finishedBody) {
+		t.Fatalf("continuation queue holds %q; want the finished request's message put back", m.Body)
+	} else if err := q.Complete(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Enqueue(ctx, finishedBody, 0); err != nil {
+		t.Fatal(err)
+	}
+	deadLetter(t, q)
+	out, code := runDL(t, "purge")
+	if code != 1 || !strings.Contains(out, finished+": kept: younger than 1h0m0s") || len(listDL(t)) != 1 {
+		t.Fatalf("purge of a young letter: exit %d, %q; want it kept, exit 1", code, out)
+	}
+	out, code = runDL(t, "purge", "--dry-run", "--min-age", "0s")
+	if code != 0 || !strings.Contains(out, finished+": would be purged (finished)") || len(listDL(t)) != 1 {
+		t.Fatalf("purge --dry-run: exit %d, %q; want it to say what it would do and change nothing", code, out)
+	}
+	out, code = runDL(t, "purge", "--min-age", "0s", finished)
+	if code != 0 || !strings.Contains(out, finished+": purged (finished)") || !strings.Contains(out, "1 purged, 0 kept") {
+		t.Fatalf("purge: exit %d, %q; want it purged", code, out)
+	}
+	if ls := listDL(t); len(ls) != 0 {
+		t.Fatalf("after purge: %+v; want no dead letters", ls)
+	}
+
+	// A pending request's letter: kept unless forced; forced, the request
+	// ends Failed rather than answering 202 until its expiry.
+	hold := make(chan struct{})
+	var release sync.Once
+	t.Cleanup(func() { release.Do(func() { close(hold) }) })
+	be.setHold(hold)
+	req, _ := http.NewRequest("POST", url+"/jobs", strings.NewReader("payload"))
+	req.Header.Set("S7PAsyncMode", "true")
+	req.Header.Set("X-UserProfile", "u1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var acc struct{ ID string }
+	json.NewDecoder(resp.Body).Decode(&acc)
+	resp.Body.Close()
+	if resp.StatusCode != 202 || acc.ID == "" {
+		t.Fatalf("submit: %d %+v; want 202", resp.StatusCode, acc)
+	}
+	<-be.called
+	deadLetter(t, q)
+	out, code = runDL(t, "purge", "--min-age", "0s")
+	if code != 1 || !strings.Contains(out, acc.ID+": kept: its request can still finish") {
+		t.Fatalf("purge of a letter that can finish: exit %d, %q; want it kept", code, out)
+	}
+	out, code = runDL(t, "purge", "--force", acc.ID)
+	if code != 0 || !strings.Contains(out, acc.ID+": purged; its request ended Failed") {
+		t.Fatalf("purge --force: exit %d, %q; want it purged and the request ended", code, out)
+	}
+	if ls := listDL(t); len(ls) != 0 {
+		t.Errorf("after purge --force: %+v; want no dead letters", ls)
+	}
+	v, err := gw.async.Status(ctx, acc.ID)
+	if err != nil || v.State != async.StateFailed || v.ResultCode != "Internal" {
+		t.Errorf("status after purge --force = %+v, %v; want failed, Internal", v, err)
 	}
 }
 

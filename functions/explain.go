@@ -16,7 +16,7 @@ import (
 	"fngateway/internal/settings"
 )
 
-// runExplain is `functions explain [flags]`: it prints the budget timeline
+// runExplain is `gateway explain [flags]`: it prints the budget timeline
 // of a request (core.Explain) as a table and returns the exit code: 0, or
 // 2 for a flag or setting it cannot read. Settings come from the flags,
 // then from the environment (the app settings of docs/settings.md#settings), then from
@@ -59,8 +59,8 @@ func explainEnv(ctx context.Context, env func(string) (string, bool)) (func(stri
 	}, nil
 }
 
-// explainUsage is printed above the flags by `functions explain -h`.
-const explainUsage = `usage: functions explain [flags]
+// explainUsage is printed above the flags by `gateway explain -h`.
+const explainUsage = `usage: gateway explain [flags]
 
 Prints when each attempt of a request starts, how long it may take, which
 deadline bounds it (TTL, Timeout or the execution limit), how it ends, and
@@ -68,7 +68,7 @@ the answer the client gets. Flags override the app settings in the
 environment (DefaultTTLSecs, Timeout, MaxAttempts, FunctionTimeoutSecs,
 FunctionLimitMarginMs, RetryBackoffMs, Hosts), which override the defaults.
 
-example: functions explain --ttl 60 --timeout 45000 --queue-wait 5s --attempts timeout,timeout
+example: gateway explain --ttl 60 --timeout 45000 --queue-wait 5s --attempts timeout,timeout
 
 flags:
 `
@@ -105,7 +105,7 @@ func explainCmd(args []string, env func(string) (string, bool), now time.Time, s
 			fs.PrintDefaults()
 			return 0
 		}
-		fmt.Fprintf(stderr, "explain: %v; run functions explain -h for the flags\n", err)
+		fmt.Fprintf(stderr, "explain: %v; run gateway explain -h for the flags\n", err)
 		return 2
 	}
 	if fs.NArg() > 0 {

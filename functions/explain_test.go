@@ -139,7 +139,7 @@ func TestExplainBadValues(t *testing.T) {
 		{"attempts", nil, []string{"--attempts", "timeout,5x3"}, `explain: --attempts "timeout,5x3": attempt 2 "5x3": want timeout, refused[@d], reset[@d], ok[@d] or a status such as 503@2s, with d a duration such as 2s or 250ms`},
 		{"backoff", nil, []string{"--backoff", "-1"}, `explain: --backoff "-1": want a positive whole number of milliseconds, such as 30000`},
 		{"method", nil, []string{"--method", "GE T"}, `explain: --method "GE T": want an HTTP method such as GET or POST`},
-		{"unknown flag", nil, []string{"--ttll", "5"}, `explain: flag provided but not defined: -ttll; run functions explain -h for the flags`},
+		{"unknown flag", nil, []string{"--ttll", "5"}, `explain: flag provided but not defined: -ttll; run gateway explain -h for the flags`},
 		{"argument", nil, []string{"60"}, `explain: unexpected argument "60"; want flags only, such as --ttl 60`},
 		{"environment", map[string]string{"Timeout": "45s"}, nil, `explain: setting Timeout="45s": want a positive whole number of milliseconds, such as 30000`},
 	}
@@ -164,7 +164,7 @@ func TestExplainHelp(t *testing.T) {
 	if code != 0 || errOut != "" {
 		t.Fatalf("exit %d, stderr %q; want 0 and nothing", code, errOut)
 	}
-	for _, w := range []string{"usage: functions explain [flags]", "-queue-wait", "-s7pttl", "-attempts"} {
+	for _, w := range []string{"usage: gateway explain [flags]", "-queue-wait", "-s7pttl", "-attempts"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("help lacks %q:\n%s", w, out)
 		}

@@ -15,7 +15,7 @@ import (
 	"fngateway/core"
 )
 
-// This file is the presentation of `functions explain`: the reply syntax of
+// This file is the presentation of `gateway explain`: the reply syntax of
 // --attempts, and the table and prose that show a core.Timeline.
 
 // errInvalidReply is returned by parseReply for a value it cannot read.

@@ -3,12 +3,14 @@
 // Azure Functions custom handler when FUNCTIONS_CUSTOMHANDLER_PORT is set,
 // and otherwise a local server on ListenAddr.
 //
-//	functions            run the gateway on the host the environment names
-//	functions --demo     run it locally in front of three built-in backends
-//	functions explain    print the budget timeline of a request
-//	functions check URL  probe a deployed gateway, report pass/fail
-//	functions deadletters list | show <id> | redrive [--dry-run] [<id>…]
-//	                     look at and send back the continuations set aside
+//	gateway                  run the gateway on the host the environment names
+//	gateway --demo           run it locally in front of three built-in backends
+//	gateway explain          print the budget timeline of a request
+//	gateway check URL        probe a deployed gateway, report pass/fail
+//	gateway deadletters list | show <id> | redrive | purge [--dry-run] [<id>…]
+//	                         look at, send back or discard the continuations set aside
+//
+// (go build -o gateway ./functions: functions/ is the source folder.)
 package main
 
 import (
@@ -60,10 +62,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		case "--demo", "-demo":
 			demo = true
 		case "-h", "--help", "help":
-			fmt.Fprintln(stdout, "usage: functions [--demo] | functions explain [flags] | functions check [flags] <URL> | functions deadletters list|show|redrive")
+			fmt.Fprintln(stdout, "usage: gateway [--demo] | gateway explain [flags] | gateway check [flags] <URL> | gateway deadletters list|show|redrive")
 			return 0
 		default:
-			fmt.Fprintf(stderr, "functions: unknown argument %q; want --demo, explain, check, deadletters or nothing\n", a)
+			fmt.Fprintf(stderr, "gateway: unknown argument %q; want --demo, explain, check, deadletters or nothing\n", a)
 			return 2
 		}
 	}
@@ -86,7 +88,7 @@ func exitCode(stderr io.Writer, err error) int {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintf(stderr, "functions: %v\n", err)
+	fmt.Fprintf(stderr, "gateway: %v\n", err)
 	if se := (*core.SettingError)(nil); errors.As(err, &se) {
 		return 2
 	}

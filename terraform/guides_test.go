@@ -387,7 +387,7 @@ go run ./functions check "$URL"
 	}
 }
 
-// TestGuideChecks checks that each deploy guide's functions check step runs
+// TestGuideChecks checks that each deploy guide's gateway check step runs
 // the probes the guide promises: a TTL that runs out during an attempt
 // (--slow-path with a positive --ttl, not the S7PTTL: 0 that expires before
 // any attempt) and an async request followed to its result (--async with
@@ -426,7 +426,7 @@ func TestGuideChecks(t *testing.T) {
 	}
 }
 
-// checkStepProblems returns what a functions check command line lacks.
+// checkStepProblems returns what a gateway check command line lacks.
 func checkStepProblems(words []string, asyncProfiles map[string]bool) []string {
 	var problems []string
 	value := func(flag string) (string, bool) {

@@ -51,7 +51,7 @@ var sdkPermissions = map[string][]grant{
 	// the role grants no sns:CreateTopic.
 	"notifier.go n.client.Publish":     {{"Notifications", "sns:Publish"}},
 	"notifier.go n.client.CreateTopic": nil,
-	// The dead-letter queue: only `functions deadletters`, an operator's
+	// The dead-letter queue: only `gateway deadletters`, an operator's
 	// command run with the operator's credentials, never by the function
 	// (docs/operations.md lists the permissions it needs).
 	"deadletters.go client.GetQueueAttributes":        nil,

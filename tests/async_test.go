@@ -253,6 +253,10 @@ func TestAsyncEmbedded(t *testing.T) {
 	if acc.Status != "Accepted" || len(acc.ID) < 32 {
 		t.Errorf("202 body = %+v", acc)
 	}
+	reqID := resp.Header.Get("X-Request-Id") // the submission's, carried by its notifications
+	if reqID == "" {
+		t.Error("the 202 carries no X-Request-Id")
+	}
 	for name, want := range map[string]string{"Location": acc.StatusURI, "X-Data-Blob-Uri": acc.DataBlobURI, "X-Header-Blob-Uri": acc.HeaderBlobURI} {
 		if got := resp.Header.Get(name); got == "" || got != want {
 			t.Errorf("%s = %q; want %q (as in the body)", name, got, want)
@@ -363,8 +367,8 @@ func TestAsyncEmbedded(t *testing.T) {
 			if err := json.Unmarshal(sc.Bytes(), &n); err != nil {
 				t.Fatalf("notification %q: %v", sc.Text(), err)
 			}
-			if len(n) != 4 || n["Timestamp"] == "" || n["topicName"] != "u1-status" {
-				t.Errorf("notification %q: want exactly RequestGuid, Status, Timestamp, topicName", sc.Text())
+			if len(n) != 5 || n["Timestamp"] == "" || n["topicName"] != "u1-status" || n["requestId"] != reqID {
+				t.Errorf("notification %q: want exactly RequestGuid, Status, Timestamp, topicName and requestId %q (the submission's X-Request-Id)", sc.Text(), reqID)
 			}
 			if n["RequestGuid"] == acc.ID {
 				got = append(got, n["Status"])

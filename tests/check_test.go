@@ -27,7 +27,7 @@ import (
 	"fngateway/internal/emulators"
 )
 
-// `functions check` against each host: the local server, the Lambda
+// `gateway check` against each host: the local server, the Lambda
 // function under aws-lambda-rie behind a loopback Function URL (AuthType
 // AWS_IAM: it verifies SigV4 signatures), and the Azure custom handler
 // behind a loopback front that forwards as the Functions host does; and
@@ -49,7 +49,7 @@ func runCheckCmd(tb testing.TB, env []string, args ...string) (string, int) {
 	case errors.As(err, &ee):
 		return string(out), ee.ExitCode()
 	}
-	tb.Fatalf("functions check: %v\n%s", err, out)
+	tb.Fatalf("gateway check: %v\n%s", err, out)
 	return "", 0
 }
 
@@ -88,7 +88,7 @@ func checkBackend(tb testing.TB, asyncDelay time.Duration) *httptest.Server {
 // line part in want.
 func wantReport(tb testing.TB, out string, code, wantCode int, want ...string) {
 	tb.Helper()
-	tb.Logf("functions check exit %d:\n%s", code, out)
+	tb.Logf("gateway check exit %d:\n%s", code, out)
 	if code != wantCode {
 		tb.Errorf("exit code %d; want %d\n%s", code, wantCode, out)
 	}

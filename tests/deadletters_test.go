@@ -33,11 +33,11 @@ func runDeadLettersCmd(tb testing.TB, env []string, args ...string) (string, int
 	case errors.As(err, &ee):
 		return string(out), ee.ExitCode()
 	}
-	tb.Fatalf("functions deadletters: %v\n%s", err, out)
+	tb.Fatalf("gateway deadletters: %v\n%s", err, out)
 	return "", 0
 }
 
-// TestDeadLettersBinary runs `functions deadletters` beside a running local
+// TestDeadLettersBinary runs `gateway deadletters` beside a running local
 // gateway on the file store: the continuation of a request that finished,
 // found in quarantine/, is acknowledged by redrive (a dry run first says
 // so and changes nothing), never sent, and the backend is not called again.
@@ -120,8 +120,8 @@ func TestDeadLettersBinary(t *testing.T) {
 	if got := total.Load(); got != calls {
 		t.Errorf("backend calls %d; want still %d", got, calls)
 	}
-	out, code = runDeadLettersCmd(t, env, "purge")
-	if code != 2 || !strings.Contains(out, `unknown subcommand "purge"`) {
+	out, code = runDeadLettersCmd(t, env, "drop")
+	if code != 2 || !strings.Contains(out, `unknown subcommand "drop"`) {
 		t.Errorf("unknown subcommand: exit %d\n%s; want 2 naming it", code, out)
 	}
 }

@@ -73,6 +73,9 @@ func (h *Handler) Init() {
 // /_gateway/, and everything else by forwarding.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rest, ok := strings.CutPrefix(r.URL.Path, "/_gateway/"); ok {
+		id := requestID(r, h.Settings.TrustedProxies.Trusts(core.ParseHop(r.RemoteAddr)))
+		r = r.WithContext(core.WithRequestID(r.Context(), id))
+		w.Header().Set("X-Request-Id", id)
 		ow := &ownWriter{ResponseWriter: w}
 		defer h.logOwn(r, ow, time.Now())
 		h.serveOwn(ow, r, rest)
@@ -111,27 +114,33 @@ type requestLog struct {
 	declined string         // why a request that asked for async is served in line (x-Async-Declined)
 	err      string         // why a stream was cut, for the log
 	accepted time.Time      // when the platform or a trusted proxy accepted it; zero if unsaid
-	timeline []core.Attempt // the attempts, for EMF metrics
+	timeline []core.Attempt // the attempts, for the line's upstream and EMF metrics
 	// Which host served, and how long until the headers (stamp).
 	arrival             time.Time
 	backend, backendURL string
 	latencyMs           int64
 	asyncReason         string // why a 202 came when it did (x-Async-Reason)
+	id                  string // the request id (X-Request-Id)
 }
 
 func (h *Handler) proxy(w http.ResponseWriter, r *http.Request) {
 	arrival := time.Now()
-	ctx := r.Context()
 	h.Stats.CountRequest()
 	hdr, trusted := h.Settings.TrustedProxies.Believe(r.Header, r.RemoteAddr)
 	r.Header = hdr
+	id := requestID(r, trusted)
+	ctx := core.WithRequestID(r.Context(), id)
+	w.Header()["X-Request-Id"] = []string{id}
 	closeIfBothFramings(w, r)
 	route := h.router.Match(r.URL.Path)
-	lg := requestLog{route: route.Prefix, fired: "none", accepted: acceptedAt(r, trusted), arrival: arrival}
+	lg := requestLog{route: route.Prefix, fired: "none", accepted: acceptedAt(r, trusted), arrival: arrival, id: id}
 	defer func() { h.log(ctx, r, arrival, &lg) }()
 
 	req, body, gerr := h.prepare(w, r, route, core.ClockStart(lg.accepted, arrival))
 	defer body.done()
+	if req != nil {
+		req.RequestID = id
+	}
 	if gerr != nil {
 		h.Stats.CountEnd(gerr.Reason)
 		h.fail(ctx, w, gerr, &lg)
@@ -139,7 +148,7 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request) {
 	}
 	eligible, declined := h.asyncEligible(r, route, req)
 	if eligible {
-		h.proxyAsync(w, r, req, &lg)
+		h.proxyAsync(w, r.WithContext(ctx), req, &lg) // its notifications and continuation carry the request id
 		return
 	}
 	lg.declined = declined
@@ -343,6 +352,7 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, res *core.Result
 		hdr["Connection"] = closing
 	}
 	core.AddViaHeader(hdr)
+	hdr["X-Request-Id"] = []string{lg.id} // the gateway's, whatever the backend said
 	h.rewriteLocations(hdr, r, route)
 	hdr["X-Attempts"] = attemptsValue(len(res.Attempts))
 	lg.stamp(hdr, nil, res)
@@ -387,6 +397,13 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, res *core.Result
 		panic(http.ErrAbortHandler)
 	}
 	if err != nil {
+		if n := len(res.Attempts); n > 0 && r.Context().Err() == nil {
+			cause := core.StreamCut(resp.Body)
+			if cause == nil {
+				cause = err
+			}
+			res.Attempts[n-1].CutInBody(cause) // the line's upstream says the body broke off, and why
+		}
 		switch cut := core.StreamCut(resp.Body); {
 		case cut != nil:
 			lg.fired = "idle"
@@ -430,6 +447,7 @@ func (h *Handler) refuseTooLarge(ctx context.Context, w http.ResponseWriter, c *
 	if closing != nil {
 		hdr["Connection"] = closing
 	}
+	hdr["X-Request-Id"] = []string{lg.id}
 	h.Stats.CountEnd(core.ReasonResponseTooLarge)
 	h.fail(ctx, w, h.tooLarge(c, res, resp.ContentLength), lg)
 }
@@ -545,10 +563,7 @@ func (h *Handler) log(ctx context.Context, r *http.Request, arrival time.Time, l
 		o.EndRequest(ctx, core.RequestEnd{Route: lg.route, Status: lg.status, Code: lg.code, Attempts: lg.attempts,
 			Deadline: lg.fired, Async: lg.async, Duration: now.Sub(arrival)})
 	}
-	level, msg := slog.LevelInfo, "request"
-	if lg.code == "StreamCut" || lg.code == "BackendCut" || lg.code == "ResponseTooLarge" && lg.err != "" {
-		level, msg = slog.LevelWarn, "request stream cut"
-	}
+	level, msg := lg.logLevel()
 	tl := countTimeline(lg.timeline)
 	attrs := [...]slog.Attr{
 		slog.String("method", LogValue(r.Method, MaxLogValue)), // the client's: bounded
@@ -578,6 +593,7 @@ func (h *Handler) log(ctx context.Context, r *http.Request, arrival time.Time, l
 	if lg.asyncReason != "" {
 		line = append(line[:len(line):len(line)], slog.String("asyncReason", lg.asyncReason))
 	}
+	line = upstreamAttrs(line[:len(line):len(line)], lg)
 	if !lg.accepted.IsZero() {
 		// Both times, when the platform or a trusted proxy said when it
 		// accepted the request.

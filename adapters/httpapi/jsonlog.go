@@ -1,14 +1,18 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"strconv"
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"fngateway/core"
 )
 
 // NewJSONLogHandler returns a slog.Handler whose output is, byte for byte,
@@ -57,9 +61,17 @@ func WithTraceIDs(h slog.Handler, ids TraceIDs) (slog.Handler, bool) {
 	return &c, true
 }
 
-// appendIDs appends the trace ids of ctx, if any.
+// appendIDs appends the request id (core.RequestIDFrom) and the trace ids
+// of ctx, if any.
 func (h *jsonLogHandler) appendIDs(ctx context.Context, b []byte) []byte {
-	if h.ids == nil || ctx == nil {
+	if ctx == nil {
+		return b
+	}
+	if id := core.RequestIDFrom(ctx); id != "" {
+		b = append(b, `,"requestId":`...)
+		b = appendJSONString(b, id)
+	}
+	if h.ids == nil {
 		return b
 	}
 	t, s, ok := h.ids(ctx)
@@ -75,14 +87,21 @@ func (h *jsonLogHandler) appendIDs(ctx context.Context, b []byte) []byte {
 
 // idAttrs returns the trace ids of ctx as attributes, for the full path.
 func (h *jsonLogHandler) idAttrs(ctx context.Context) []slog.Attr {
-	if h.ids == nil || ctx == nil {
+	if ctx == nil {
 		return nil
+	}
+	var as []slog.Attr
+	if id := core.RequestIDFrom(ctx); id != "" {
+		as = append(as, slog.String("requestId", id))
+	}
+	if h.ids == nil {
+		return as
 	}
 	t, s, ok := h.ids(ctx)
 	if !ok {
-		return nil
+		return as
 	}
-	return []slog.Attr{slog.String("trace_id", hex.EncodeToString(t[:])), slog.String("span_id", hex.EncodeToString(s[:]))}
+	return append(as, slog.String("trace_id", hex.EncodeToString(t[:])), slog.String("span_id", hex.EncodeToString(s[:])))
 }
 
 func (h *jsonLogHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
@@ -164,6 +183,17 @@ func appendAttr(b []byte, a slog.Attr) ([]byte, bool) {
 	v := a.Value
 	switch v.Kind() {
 	case slog.KindString, slog.KindInt64, slog.KindUint64, slog.KindBool:
+	case slog.KindAny:
+		// Compact JSON made by json.Marshal (core.AttemptsJSON): slog
+		// writes a json.RawMessage as it is, compacted, HTML unescaped.
+		raw, ok := v.Any().(json.RawMessage)
+		if !ok || len(raw) == 0 {
+			return b, false
+		}
+		b = append(b, ',')
+		b = appendJSONString(b, a.Key)
+		b = append(b, ':')
+		return appendCompact(b, raw)
 	default:
 		return b, a.Equal(slog.Attr{})
 	}
@@ -234,4 +264,14 @@ func appendJSONString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// appendCompact appends raw, valid JSON, compacted as slog's JSON handler
+// writes a json.RawMessage.
+func appendCompact(b []byte, raw json.RawMessage) ([]byte, bool) {
+	buf := bytes.NewBuffer(b)
+	if err := json.Compact(buf, raw); err != nil {
+		return b, false
+	}
+	return buf.Bytes(), true
 }

@@ -3,10 +3,13 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"testing"
 	"time"
+
+	"fngateway/core"
 )
 
 // sameAsJSONHandler logs rec through NewJSONLogHandler and through
@@ -70,6 +73,9 @@ func TestJSONLogHandlerMatchesSlog(t *testing.T) {
 		"utc":        {r: rec(slog.LevelInfo, "x"), with: nil},
 		"other kinds": {r: rec(slog.LevelInfo, "x", slog.Float64("f", 1.5), slog.Duration("d", time.Second),
 			slog.Time("t", now), slog.Any("e", errors.New("boom")), slog.Any("m", map[string]int{"a": 1}))},
+		"raw json": {r: rec(slog.LevelWarn, "request", slog.String("a", "b"),
+			slog.Any("upstream", core.AttemptsJSON([]core.Attempt{{Host: "h<1>&:9", Outcome: core.OutcomeConnectError, Failure: core.FailureDNS, Phase: core.PhaseConnect}})),
+			slog.Any("spaced", json.RawMessage(` [ 1 , {"x" : "<\u2028>"} ] `)))},
 		"group":      {r: rec(slog.LevelInfo, "x", slog.Group("g", slog.Int("a", 1)))},
 		"with attrs": {r: rec(slog.LevelInfo, "x", slog.Int("a", 1)), with: func(h slog.Handler) slog.Handler { return h.WithAttrs([]slog.Attr{slog.String("k", "v")}) }},
 		"with group": {r: rec(slog.LevelInfo, "x", slog.Int("a", 1)), with: func(h slog.Handler) slog.Handler { return h.WithGroup("g") }},

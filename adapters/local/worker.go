@@ -96,6 +96,7 @@ func (w *Worker) Run(ctx context.Context) {
 		msgs, err := w.Queue.Receive(ctx, n, w.visibility())
 		if err != nil && ctx.Err() == nil {
 			log.WarnContext(ctx, "receiving continuations", slog.String("err", err.Error()))
+			w.endSetAside(ctx, log, err)
 		}
 		taken := []func(){done}
 		for len(taken) < len(msgs) {
@@ -277,4 +278,38 @@ func (w *Worker) heartbeat(ext async.VisibilityExtender, m async.Message) (stop 
 		end()
 		return cur
 	}
+}
+
+// setAside is a receive error that reports a message set aside whose body
+// names a request (filestore.SetAsideError).
+type setAside interface {
+	error
+	SetAsideRequest() string
+}
+
+// endSetAside ends, as Failed with the reason, every request that a
+// message set aside by the queue names (CONTRACT §6: a quarantined message
+// never leaves its request running until its expiry). err may join
+// several reports.
+func (w *Worker) endSetAside(ctx context.Context, log *slog.Logger, err error) {
+	var walk func(error)
+	walk = func(err error) {
+		if sa, ok := err.(setAside); ok {
+			if id := sa.SetAsideRequest(); id != "" {
+				if eerr := w.Async.EndSetAside(ctx, id, "its continuation message was set aside as a dead letter: "+sa.Error()); eerr != nil {
+					log.WarnContext(ctx, "ending a request whose message was set aside", slog.String("async", id), slog.String("err", eerr.Error()))
+				}
+			}
+			return
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				walk(e)
+			}
+		case interface{ Unwrap() error }:
+			walk(u.Unwrap())
+		}
+	}
+	walk(err)
 }

@@ -38,8 +38,11 @@ const (
 	defaultTriggerTimeout = 10 * time.Second
 	// maxQueueDelay is the longest delay a queue takes (SQS: 15 minutes).
 	maxQueueDelay = 15 * time.Minute
-	// asyncPoll is the Retry-After of a pending request.
+	// asyncPoll is the first Retry-After of a pending request.
 	asyncPoll = 2 * time.Second
+	// defaultPollMax caps the Retry-After when Async.PollMax is zero
+	// (AsyncPollMaxSecs' default).
+	defaultPollMax = 30 * time.Second
 	// cleanupTimeout bounds writes made after the caller's context ended.
 	cleanupTimeout = 30 * time.Second
 	// maxUpdateTries bounds the retries of a conditional record write.
@@ -119,6 +122,10 @@ type Async struct {
 	// it every third of it while it works (the heartbeat), so a holder
 	// that dies is replaced within one lease. Zero means DefaultLease.
 	Lease time.Duration
+	// PollMax is AsyncPollMaxSecs: the longest Retry-After of a pending
+	// request, whose interval grows with its age (pollPolicy). Zero means
+	// defaultPollMax (30 s).
+	PollMax time.Duration
 	// Continuations bounds the continuations this instance works on at
 	// once, in-process finishes after a 202 and queue deliveries alike
 	// (MaxContinuations), and drains them on shutdown. If nil, Run never
@@ -369,7 +376,7 @@ func (a *Async) Status(ctx context.Context, id string) (*StatusView, error) {
 		v.Changed = rec.Arrival
 	}
 	if !rec.State.Done() || rec.Result == nil {
-		v.RetryAfter = e.retryAfter
+		v.RetryAfter = e.poll.after(now.Sub(rec.Arrival), rec.Expiry.Sub(now))
 		return v, nil
 	}
 	v.ResultStatus, v.CompletedAt, v.ResultCode = rec.Result.Status, rec.Result.CompletedAt, rec.Result.Code

@@ -190,7 +190,7 @@ func (s *continuation) publish(ctx context.Context, status int, header http.Head
 	if all == nil {
 		all = []core.Attempt{}
 	}
-	hb, err := json.Marshal(resultHeader{Status: status, Headers: header, ID: id, CompletedAt: completed.Format(time.RFC3339), Attempts: all})
+	hb, err := json.Marshal(resultHeader{Status: status, Headers: header, ID: id, CompletedAt: completed.Format(time.RFC3339), Attempts: storedAttempts(all)})
 	if err != nil {
 		return fmt.Errorf("continuation %s: encode result header: %w", id, err)
 	}

@@ -281,8 +281,11 @@ type Outcome struct {
 	// kept, and at most one continuation is sent for them.
 	Copies int
 	// Sent: the continuation went back on the queue; Removed: the dead
-	// letters were deleted. Both false in a dry run.
-	Sent, Removed bool
+	// letters were deleted; Ended: the request was ended (a forced purge).
+	// All false in a dry run.
+	Sent, Removed, Ended bool
+	// Refused says why a purge keeps the letters, "" when it does not.
+	Refused string
 	// Err is the failure to send or delete, nil when none.
 	Err error
 }
@@ -295,61 +298,22 @@ type Outcome struct {
 // to a result whatever the copies. With dryRun nothing is changed. keys
 // that match no dead letter are an error naming them, and nothing is done.
 func (r *Redriver) Redrive(ctx context.Context, keys []string, dryRun bool, now time.Time) ([]Outcome, error) {
-	ds, err := r.DeadLetters.List(ctx, MaxDeadLetters, Hold)
+	outs, copies, keep, err := r.gather(ctx, keys, now)
+	defer func() { r.release(ctx, *keep) }()
 	if err != nil {
-		return nil, fmt.Errorf("list dead letters: %w", err)
-	}
-	var outs []*Outcome
-	byKey := map[string]*Outcome{}
-	var keep []DeadLetter
-	copies := map[*Outcome][]DeadLetter{}
-	for _, d := range ds {
-		l, err := r.Inspect(ctx, d, now)
-		if err != nil {
-			r.release(ctx, ds)
-			return nil, err
-		}
-		if len(keys) > 0 && !slices.Contains(keys, l.Key()) && !slices.Contains(keys, l.ID) {
-			keep = append(keep, d)
-			continue
-		}
-		o, ok := byKey[l.Key()]
-		if !ok {
-			o = &Outcome{Letter: l}
-			byKey[l.Key()] = o
-			outs = append(outs, o)
-		}
-		o.Copies++
-		copies[o] = append(copies[o], d)
-	}
-	defer func() { r.release(ctx, keep) }()
-	var missing []string
-	for _, k := range keys {
-		found := byKey[k] != nil
-		for _, o := range outs {
-			found = found || slices.ContainsFunc(copies[o], func(d DeadLetter) bool { return d.ID == k })
-		}
-		if !found {
-			missing = append(missing, k)
-		}
-	}
-	if len(missing) > 0 {
-		for _, o := range outs {
-			keep = append(keep, copies[o]...)
-		}
-		return nil, fmt.Errorf("no dead letter has the id %s", strings.Join(missing, ", "))
+		return nil, err
 	}
 	result := make([]Outcome, 0, len(outs))
 	for _, o := range outs {
 		if dryRun || !o.Verdict.Removes() {
-			keep = append(keep, copies[o]...)
+			*keep = append(*keep, copies[o]...)
 			result = append(result, *o)
 			continue
 		}
 		if o.Verdict.Sends() {
 			if err := r.Queue.Enqueue(ctx, wireContinuation{ID: o.RequestID}.Encode(), 0); err != nil {
 				o.Err = fmt.Errorf("send continuation %s: %w", o.RequestID, err)
-				keep = append(keep, copies[o]...)
+				*keep = append(*keep, copies[o]...)
 				result = append(result, *o)
 				continue
 			}
@@ -365,4 +329,109 @@ func (r *Redriver) Redrive(ctx context.Context, keys []string, dryRun bool, now 
 		result = append(result, *o)
 	}
 	return result, nil
+}
+
+// DefaultPurgeMinAge is the age under which Purge refuses a dead letter
+// unless forced: one that young may still be under investigation.
+const DefaultPurgeMinAge = time.Hour
+
+// Purge discards the dead letters whose key (request id or message id) is
+// in keys, or every one when keys is empty. It refuses, and keeps, a letter
+// younger than minAge (Letter.Age; one whose age is unknown is not held)
+// and one whose request can still finish
+// (VerdictSend: redrive it instead), unless force; a forced purge of a
+// request that can still finish ends that request first (EndSetAside), so
+// that it never answers 202 running until its expiry. With dryRun nothing
+// is changed. keys that match no dead letter are an error naming them.
+func (r *Redriver) Purge(ctx context.Context, keys []string, dryRun, force bool, minAge time.Duration, now time.Time) ([]Outcome, error) {
+	outs, copies, keep, err := r.gather(ctx, keys, now)
+	defer func() { r.release(ctx, *keep) }()
+	if err != nil {
+		return nil, err
+	}
+	result := make([]Outcome, 0, len(outs))
+	for _, o := range outs {
+		switch {
+		case !force && o.Age(now) > 0 && o.Age(now) < minAge: // an age unknown (zero) is not held against it
+			o.Refused = fmt.Sprintf("younger than %s (%s old): --force to purge it", minAge, o.Age(now).Round(time.Second))
+		case !force && o.Verdict.Sends():
+			o.Refused = "its request can still finish: redrive it, or --force to purge it and end the request"
+		}
+		if dryRun || o.Refused != "" {
+			*keep = append(*keep, copies[o]...)
+			result = append(result, *o)
+			continue
+		}
+		if o.Verdict.Sends() {
+			a := &Async{Store: r.Store, Queue: r.Queue}
+			if err := a.EndSetAside(ctx, o.RequestID, "its continuation was a dead letter, purged by an operator"); err != nil {
+				o.Err = err
+				*keep = append(*keep, copies[o]...)
+				result = append(result, *o)
+				continue
+			}
+			o.Ended = true
+		}
+		o.Removed = true
+		for _, d := range copies[o] {
+			if err := r.DeadLetters.Delete(ctx, d); err != nil {
+				o.Removed = false
+				o.Err = errors.Join(o.Err, fmt.Errorf("delete dead letter %s: %w", d.ID, err))
+			}
+		}
+		result = append(result, *o)
+	}
+	return result, nil
+}
+
+// gather lists the dead letters and groups those whose key or message id is
+// in keys (every one when keys is empty) by request, inspected at now: the
+// outcomes, each one's copies, and the letters to release when done (keep,
+// which the caller adds to). keys that match no dead letter are an error
+// naming them.
+func (r *Redriver) gather(ctx context.Context, keys []string, now time.Time) ([]*Outcome, map[*Outcome][]DeadLetter, *[]DeadLetter, error) {
+	keep := new([]DeadLetter)
+	ds, err := r.DeadLetters.List(ctx, MaxDeadLetters, Hold)
+	if err != nil {
+		return nil, nil, keep, fmt.Errorf("list dead letters: %w", err)
+	}
+	var outs []*Outcome
+	byKey := map[string]*Outcome{}
+	copies := map[*Outcome][]DeadLetter{}
+	for _, d := range ds {
+		l, err := r.Inspect(ctx, d, now)
+		if err != nil {
+			*keep = ds
+			return nil, nil, keep, err
+		}
+		if len(keys) > 0 && !slices.Contains(keys, l.Key()) && !slices.Contains(keys, l.ID) {
+			*keep = append(*keep, d)
+			continue
+		}
+		o, ok := byKey[l.Key()]
+		if !ok {
+			o = &Outcome{Letter: l}
+			byKey[l.Key()] = o
+			outs = append(outs, o)
+		}
+		o.Copies++
+		copies[o] = append(copies[o], d)
+	}
+	var missing []string
+	for _, k := range keys {
+		found := byKey[k] != nil
+		for _, o := range outs {
+			found = found || slices.ContainsFunc(copies[o], func(d DeadLetter) bool { return d.ID == k })
+		}
+		if !found {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		for _, o := range outs {
+			*keep = append(*keep, copies[o]...)
+		}
+		return nil, nil, keep, fmt.Errorf("no dead letter has the id %s", strings.Join(missing, ", "))
+	}
+	return outs, copies, keep, nil
 }

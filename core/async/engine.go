@@ -23,6 +23,8 @@ type engine struct {
 	// ttl, lease and retryAfter are Async's, defaults applied; timeout and
 	// margin are Async.Timeout and Async.Margin.
 	ttl, timeout, margin, lease, retryAfter time.Duration
+	// poll is the Retry-After of a pending status, grown with its age.
+	poll pollPolicy
 	// scope is the idempotency scope headers, defaults applied.
 	scope   []string
 	stats   *core.Stats
@@ -49,9 +51,13 @@ func (a *Async) engine() engine {
 	if e.lease <= 0 {
 		e.lease = DefaultLease
 	}
-	// The poll interval: 2 s, or 1 s when attempts are shorter.
+	// The poll interval: 2 s, or 1 s when attempts are shorter, at first.
 	if t.Timeout > 0 && t.Timeout < asyncPoll {
 		e.retryAfter = time.Second
+	}
+	e.poll = pollPolicy{first: e.retryAfter, max: max(a.PollMax, e.retryAfter)}
+	if a.PollMax <= 0 {
+		e.poll.max = defaultPollMax
 	}
 	if e.scope == nil {
 		e.scope = DefaultIdempotencyScopeHeaders

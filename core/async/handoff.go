@@ -69,7 +69,7 @@ func (h handoff) submit(ctx context.Context, req *core.Request, profile *core.Pr
 	// 2. The record.
 	rec := &asyncRecord{V: recordVersion, ID: id, State: StateQueued, Profile: profileID, Topic: topic,
 		Container: container, Arrival: arrival.UTC(), Expiry: expiry.UTC(), Request: snap,
-		Submitter: h.idempotency().submitter(ctx, req.Header), ResultKey: resultKey}
+		Submitter: h.idempotency().submitter(ctx, req.Header), ResultKey: resultKey, RequestID: req.RequestID}
 	var owner string
 	lease := h.lease
 	if inflight {

@@ -47,7 +47,8 @@ func (s sender) notify(ctx context.Context, topic, id, status string) {
 	if s.port == nil || topic == "" {
 		return
 	}
-	b, _ := json.Marshal(notification{RequestGUID: id, Status: status, Timestamp: time.Now().UTC().Format(time.RFC3339), TopicName: topic})
+	b, _ := json.Marshal(notification{RequestGUID: id, Status: status, Timestamp: time.Now().UTC().Format(time.RFC3339), TopicName: topic,
+		RequestID: core.RequestIDFrom(ctx)})
 	n := pendingNote{ctx: context.WithoutCancel(ctx), topic: topic, id: id, body: b}
 	if s.queue == nil {
 		s.send(ctx, n)

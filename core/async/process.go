@@ -72,6 +72,9 @@ func (w worker) continueRequest(ctx context.Context, id string) error {
 	case err != nil:
 		return fmt.Errorf("claim %s: %w", id, err)
 	}
+	if rec.RequestID != "" {
+		ctx = core.WithRequestID(ctx, rec.RequestID) // the continuation's lines and notifications name it
+	}
 	ctx, endObs := w.startContinuation(ctx, rec)
 	defer endObs()
 
@@ -160,7 +163,7 @@ func (w worker) rebuild(ctx context.Context, rec *asyncRecord, limit time.Time) 
 	req := &core.Request{
 		Method: sn.Method, Path: sn.Path, RawQuery: sn.RawQuery, Header: sn.Header,
 		Host: sn.Host, RemoteAddr: sn.RemoteAddr, Proto: sn.Proto,
-		IdempotencyKey: sn.IdempotencyKey, ClientKey: sn.ClientKey,
+		IdempotencyKey: sn.IdempotencyKey, ClientKey: sn.ClientKey, RequestID: rec.RequestID,
 		Route:  &route,
 		Budget: core.Budget{Arrival: rec.Arrival, TTL: rec.Expiry, Timeout: w.timeout, Limit: limit},
 	}

@@ -207,6 +207,48 @@ type asyncRecord struct {
 	// random bytes made at submission, base64 in JSON. A record written
 	// before it existed has none, and no gateway URL verifies against it.
 	ResultKey []byte `json:"resultKey,omitempty"`
+	// RequestID is the submitting request's id (X-Request-Id,
+	// core.ParseRequestID): its continuation's log lines, attempts and
+	// notifications carry it. "" in a record written before it existed.
+	// It is stored as the snapshot's X-Request-Id header, not as a member
+	// of its own, so that the release before this one (which refuses
+	// members it does not know) still reads the record, and re-sends the
+	// id as the header it is (docs/operations.md#upgrades-and-rollbacks).
+	RequestID string `json:"-"`
+}
+
+// requestIDHeader is the snapshot header that stores asyncRecord.RequestID.
+const requestIDHeader = "X-Request-Id"
+
+// stored is what Encode writes of r: the request id in the snapshot's
+// headers, and the attempts without what the release before this one
+// cannot read (their failure cause and phase, which the log line and the
+// error JSON carry).
+func (r *asyncRecord) stored() *asyncRecord {
+	w := *r
+	if r.RequestID != "" {
+		w.Request.Header = r.Request.Header.Clone()
+		if w.Request.Header == nil {
+			w.Request.Header = http.Header{}
+		}
+		w.Request.Header[requestIDHeader] = []string{r.RequestID}
+	}
+	w.Attempts = storedAttempts(r.Attempts)
+	return &w
+}
+
+// storedAttempts is a copy of a timeline without the members the release
+// before this one refuses (core.Attempt's cause and phase).
+func storedAttempts(a []core.Attempt) []core.Attempt {
+	if a == nil {
+		return nil
+	}
+	out := make([]core.Attempt, len(a))
+	for i, at := range a {
+		at.Failure, at.Phase = "", ""
+		out[i] = at
+	}
+	return out
 }
 
 // Encode returns r's wire form. It fails only for a record decodeAsyncRecord
@@ -215,7 +257,7 @@ func (r *asyncRecord) Encode() ([]byte, error) {
 	if err := r.validate(); err != nil {
 		return nil, err
 	}
-	b, err := json.Marshal(r)
+	b, err := json.Marshal(r.stored())
 	if err == nil {
 		b, err = r.unknown.merge(b)
 	}
@@ -243,6 +285,9 @@ func decodeAsyncRecord(b []byte) (*asyncRecord, error) {
 		return nil, fmt.Errorf("%w: %v", errBadRecord, err)
 	}
 	r.unknown = collectUnknown(b, reflect.TypeFor[asyncRecord](), "request")
+	if ids := r.Request.Header[requestIDHeader]; len(ids) == 1 && validRequestID(ids[0]) {
+		r.RequestID = ids[0]
+	}
 	r.Arrival = r.Arrival.UTC()
 	r.Expiry = r.Expiry.UTC()
 	if r.Claim != nil {
@@ -271,6 +316,8 @@ func (r *asyncRecord) validate() error {
 		return bad("malformed container")
 	case !storableTime(r.Arrival) || !storableTime(r.Expiry):
 		return bad("arrival and expiry must be times between years 1 and 9999")
+	case r.RequestID != "" && !validRequestID(r.RequestID):
+		return bad("malformed request id")
 	case r.Checkpoints < 0 || r.Request.BodySize < 0:
 		return bad("negative count")
 	case !core.IsToken(r.Request.Method):
@@ -388,6 +435,9 @@ type notification struct {
 	Status      string `json:"Status"`
 	Timestamp   string `json:"Timestamp"`
 	TopicName   string `json:"topicName"`
+	// RequestID is the request id (X-Request-Id) of the request, when
+	// known: what ties a notification to the gateway's log lines.
+	RequestID string `json:"requestId,omitempty"`
 }
 
 // The notification statuses.
@@ -432,4 +482,11 @@ func Garbage(key string, data []byte, now time.Time) []string {
 		return []string{key}
 	}
 	return nil
+}
+
+// validRequestID reports whether id is a request id the gateway could have
+// made or believed (core.ParseRequestID).
+func validRequestID(id string) bool {
+	_, ok := core.ParseRequestID(id)
+	return ok
 }

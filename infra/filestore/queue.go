@@ -99,8 +99,30 @@ func (s *Store) quarantineFile(name string, cause error) error {
 	if err := syncDir(s.queueDir); err != nil {
 		return fmt.Errorf("quarantine queue file %s: %w", name, err)
 	}
-	return fmt.Errorf("%w: queue/%s moved to quarantine/%s: %w", errQuarantined, name, name, cause)
+	err := fmt.Errorf("%w: queue/%s moved to quarantine/%s: %w", errQuarantined, name, name, cause)
+	if d := (&Quarantine{dir: s.quarantine}).read(name); d.Problem == "" {
+		if id, ok := async.ContinuationID(d.Body); ok {
+			return &SetAsideError{RequestID: id, err: err}
+		}
+	}
+	return err
 }
+
+// SetAsideError reports a queue message file set aside in quarantine/
+// whose body, still readable, names the async request RequestID: no
+// delivery will continue that request, so the worker ends it
+// (async.Async.EndSetAside) rather than leave it pending until its expiry.
+type SetAsideError struct {
+	RequestID string
+	err       error
+}
+
+func (e *SetAsideError) Error() string { return e.err.Error() }
+
+func (e *SetAsideError) Unwrap() error { return e.err }
+
+// SetAsideRequest returns the request id the set-aside message names.
+func (e *SetAsideError) SetAsideRequest() string { return e.RequestID }
 
 func readMessageHeader(path string) (messageHeader, error) {
 	var h messageHeader

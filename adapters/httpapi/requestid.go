@@ -1,0 +1,52 @@
+package httpapi
+
+import (
+	"log/slog"
+	"net/http"
+
+	"fngateway/core"
+)
+
+// requestID returns the id of request r: the X-Request-Id a trusted proxy
+// sent (core.ParseRequestID), else a new one (32 hex digits). A client's
+// own X-Request-Id is not believed, as its X-Forwarded-* are not: it could
+// pose as another request's lines.
+func requestID(r *http.Request, trusted bool) string {
+	if trusted {
+		if v := r.Header["X-Request-Id"]; len(v) == 1 {
+			if id, ok := core.ParseRequestID(v[0]); ok {
+				return id
+			}
+		}
+	}
+	return newKey()
+}
+
+// upstreamAttrs returns what the per-request line says of the attempts
+// (docs/observability.md): "upstream", every attempt's host, outcome,
+// cause, phase and duration; and for a gateway timeout (504), the attempt
+// it cut while waiting: "inFlightHost" and "inFlightPhase".
+func upstreamAttrs(line []slog.Attr, lg *requestLog) []slog.Attr {
+	if len(lg.timeline) == 0 {
+		return line
+	}
+	line = append(line, slog.Any("upstream", core.AttemptsJSON(lg.timeline)))
+	if lg.status == http.StatusGatewayTimeout && lg.code != "" {
+		if a, ok := core.InFlight(lg.timeline); ok {
+			line = append(line, slog.String("inFlightHost", a.Host), slog.String("inFlightPhase", string(a.Phase)))
+		}
+	}
+	return line
+}
+
+// logLevel is the level of the per-request line: WARN for an answer the
+// gateway made with a 5xx status, or a stream it cut; INFO otherwise.
+func (lg *requestLog) logLevel() (slog.Level, string) {
+	switch {
+	case lg.code == "StreamCut" || lg.code == "BackendCut" || lg.code == "ResponseTooLarge" && lg.err != "":
+		return slog.LevelWarn, "request stream cut"
+	case lg.code != "" && lg.status >= 500:
+		return slog.LevelWarn, "request"
+	}
+	return slog.LevelInfo, "request"
+}
