@@ -633,3 +633,64 @@ variable "appconfig_extension_layer_arn" {
     error_message = "With warm_settings and warm_settings_source = appconfig, appconfig_extension_layer_arn must be the extension layer's versioned ARN, arn:aws:lambda:<region>:<account>:layer:AWS-AppConfig-Extension[-Arm64]:<version>."
   }
 }
+
+# --- host selection, retried statuses, answers, polling (docs/settings.md) ---
+
+variable "load_balance_mode" {
+  description = "LoadBalanceMode: the order a request tries its route's hosts in: priority (the list's order, failover), latency (lowest recent latency first), roundrobin or random; a route's loadBalance overrides it."
+  type        = string
+  default     = "priority"
+  nullable    = false
+
+  validation {
+    condition     = contains(["priority", "latency", "roundrobin", "random"], var.load_balance_mode)
+    error_message = "The load_balance_mode value must be priority, latency, roundrobin or random."
+  }
+}
+
+variable "retry_on_status_codes" {
+  description = "RetryOnStatusCodes: the backend statuses that move on to the next host (each from 400 to 599); every other status goes to the client. A route's retryOn overrides it."
+  type        = list(number)
+  default     = [429, 502, 503, 504]
+  nullable    = false
+
+  validation {
+    condition     = length(var.retry_on_status_codes) > 0 && alltrue([for c in var.retry_on_status_codes : c >= 400 && c <= 599 && floor(c) == c])
+    error_message = "The retry_on_status_codes value must be a non-empty list of whole numbers from 400 to 599."
+  }
+}
+
+variable "async_predict_window" {
+  description = "AsyncPredictWindow: predictive hand-off, on when set: the last this many async-eligible requests of each route are remembered, and while more than a tenth of them outlasted AsyncTriggerTimeout the next ones are handed off at once. null: off."
+  type        = number
+  default     = null
+
+  validation {
+    condition     = var.async_predict_window == null ? true : var.async_predict_window > 0 && floor(var.async_predict_window) == var.async_predict_window
+    error_message = "The async_predict_window value must be a positive whole number, or null."
+  }
+}
+
+variable "max_response_header_bytes" {
+  description = "MaxResponseHeaderBytes: the largest header section of a backend's answer the gateway reads; a larger one fails its attempt (502 BackendUnavailable once the attempts are spent)."
+  type        = number
+  default     = 1048576
+  nullable    = false
+
+  validation {
+    condition     = var.max_response_header_bytes > 0 && floor(var.max_response_header_bytes) == var.max_response_header_bytes
+    error_message = "The max_response_header_bytes value must be a positive whole number."
+  }
+}
+
+variable "async_poll_max_secs" {
+  description = "AsyncPollMaxSecs: the longest Retry-After of a pending async request's status; the interval starts at 2 s and grows with the request's age up to this."
+  type        = number
+  default     = 30
+  nullable    = false
+
+  validation {
+    condition     = var.async_poll_max_secs > 0 && floor(var.async_poll_max_secs) == var.async_poll_max_secs
+    error_message = "The async_poll_max_secs value must be a positive whole number."
+  }
+}

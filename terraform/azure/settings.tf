@@ -34,6 +34,11 @@ locals {
     IdempotencyScopeHeaders    = join(",", var.idempotency_scope_headers)
     TrustedProxies             = length(var.trusted_proxies) == 0 ? null : join(",", var.trusted_proxies)
     GatewayEndpointLogLevel    = var.gateway_endpoint_log_level
+    LoadBalanceMode            = var.load_balance_mode
+    RetryOnStatusCodes         = join(",", var.retry_on_status_codes)
+    AsyncPredictWindow         = var.async_predict_window == null ? null : tostring(var.async_predict_window)
+    MaxResponseHeaderBytes     = tostring(var.max_response_header_bytes)
+    AsyncPollMaxSecs           = tostring(var.async_poll_max_secs)
 
     # How the source of warm_settings is read (warm_settings.tf).
     SettingsRefreshSecs    = tostring(var.settings_refresh_secs)
@@ -63,6 +68,10 @@ locals {
     AsyncInlineResultBytes  = "1048576"
     IdempotencyScopeHeaders = "Authorization"
     GatewayEndpointLogLevel = "info"
+    LoadBalanceMode         = "priority"
+    RetryOnStatusCodes      = "429,502,503,504"
+    MaxResponseHeaderBytes  = "1048576"
+    AsyncPollMaxSecs        = "30"
 
     SettingsRefreshSecs    = "30"
     SettingsSourceOptional = "false"
