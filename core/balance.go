@@ -155,18 +155,6 @@ func (b *Balancer) counter(route string) *atomic.Uint64 {
 	return c
 }
 
-// latency returns the average latency of host on route in ms, 0 when it
-// was never measured.
-func (b *Balancer) latency(route, host string) float64 {
-	b.mu.RLock()
-	v := b.lat[ejectKey{route, host}]
-	b.mu.RUnlock()
-	if v == nil {
-		return 0
-	}
-	return math.Float64frombits(v.Load())
-}
-
 // observe adds the latency d of an attempt at host on route to the host's
 // average. Only routes in BalanceLatency keep one.
 func (b *Balancer) observe(route *Route, host *url.URL, d time.Duration) {

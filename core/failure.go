@@ -10,8 +10,8 @@ import (
 )
 
 // Failure says why an attempt brought no answer, or why its answer's body
-// broke off: what an on-call engineer asks first (CONTRACT §5,
-// docs/operations.md "The request line").
+// broke off: what an on-call engineer asks first (docs/deadlines.md#status-codes,
+// docs/operations.md#a-requests-story-from-its-id).
 type Failure string
 
 // The failures, as the log line and the error document's attempts write

@@ -13,15 +13,15 @@ import (
 // with the SDK's default chain (the function role, AWS_REGION,
 // AWS_ENDPOINT_URL_S3), re-read only when its ETag changed.
 func s3SettingsSource(ctx context.Context, spec string) (settings.Source, error) {
-	obj, err := aws.NewSettingsObject(aws.Config{}, spec) // checks the location before any credential
-	if err != nil {
+	if _, err := aws.NewSettingsObject(aws.Config{}, spec); err != nil { // checks the location before any credential
 		return nil, err
 	}
 	cfg, err := awsConfig(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if obj, err = aws.NewSettingsObject(cfg, spec); err != nil {
+	obj, err := aws.NewSettingsObject(cfg, spec)
+	if err != nil {
 		return nil, err
 	}
 	return &settings.Conditional{Name: spec, Get: obj.Get}, nil

@@ -18,7 +18,7 @@ import (
 func appConfigurationWithIdentity(spec string) (settings.Source, error) {
 	cred, err := entraCredential()
 	if err != nil {
-		return nil, fmt.Errorf("App Configuration credential: %w", err)
+		return nil, fmt.Errorf("settings source: App Configuration credential: %w", err)
 	}
 	endpoint := strings.TrimRight(spec, "/")
 	auth := azure.NewTokenAuthorizer(cred, endpoint+"/.default")

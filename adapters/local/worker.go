@@ -288,7 +288,7 @@ type setAside interface {
 }
 
 // endSetAside ends, as Failed with the reason, every request that a
-// message set aside by the queue names (CONTRACT §6: a quarantined message
+// message set aside by the queue names (docs/operations.md#dead-letters: a quarantined message
 // never leaves its request running until its expiry). err may join
 // several reports.
 func (w *Worker) endSetAside(ctx context.Context, log *slog.Logger, err error) {

@@ -2,7 +2,7 @@ package async
 
 import "time"
 
-// pollPolicy is the Retry-After of a pending async request (CONTRACT §6):
+// pollPolicy is the Retry-After of a pending async request (docs/async-api.md#polling-interval):
 // short while the request is young, when most finish, then a tenth of its
 // age, so that a long job is polled about as often in proportion to how
 // long it has run, capped by max (AsyncPollMaxSecs), and never beyond the

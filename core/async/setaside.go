@@ -10,7 +10,7 @@ import (
 )
 
 // ContinuationID returns the request id a continuation message names, and
-// whether body is one the engine can decode (CONTRACT §6): what a store
+// whether body is one the engine can decode (docs/async-api.md#corrupt-records-and-messages): what a store
 // that sets a message aside uses to say which request it concerns.
 func ContinuationID(body []byte) (string, bool) {
 	c, err := decodeContinuation(body)
@@ -21,7 +21,7 @@ func ContinuationID(body []byte) (string, bool) {
 // dead letter no queue will deliver again), with a result that says why: a
 // gateway-made error, code Internal (500), whose message is reason, so that
 // its status URI answers Failed instead of 202 running until its expiry
-// (CONTRACT §6). A request already finished, unknown, or held by a live
+// (docs/operations.md#dead-letters). A request already finished, unknown, or held by a live
 // claim (it runs: its holder writes its result) is left as it is; nil then
 // too. Safe for concurrent use; at most one result is ever written.
 func (a *Async) EndSetAside(ctx context.Context, id, reason string) error {

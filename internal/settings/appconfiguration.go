@@ -138,7 +138,7 @@ func (a *AppConfiguration) get(ctx context.Context, path string, q url.Values, i
 		req.Header.Set("If-None-Match", ifNoneMatch)
 	}
 	if err := a.Authorize(ctx, req); err != nil {
-		return nil, fmt.Errorf("App Configuration credential: %w", err)
+		return nil, fmt.Errorf("settings source: App Configuration credential: %w", err)
 	}
 	c := a.Client
 	if c == nil {
@@ -163,13 +163,13 @@ func (a *AppConfiguration) Read(ctx context.Context, have string) (*Document, er
 	case resp.StatusCode == http.StatusNotModified:
 		return nil, nil
 	case resp.StatusCode == http.StatusNotFound:
-		return nil, fmt.Errorf("App Configuration: no sentinel key %s (label %q): create it, and change it after the others", sentinel, a.Label)
+		return nil, fmt.Errorf("settings source: App Configuration: no sentinel key %s (label %q): create it, and change it after the others", sentinel, a.Label)
 	case resp.StatusCode != http.StatusOK:
-		return nil, fmt.Errorf("App Configuration: sentinel %s answered %d: %.200s", sentinel, resp.StatusCode, body)
+		return nil, fmt.Errorf("settings source: App Configuration: sentinel %s answered %d: %.200s", sentinel, resp.StatusCode, body)
 	}
 	var s keyValue
 	if err := json.Unmarshal(body, &s); err != nil {
-		return nil, fmt.Errorf("App Configuration: sentinel %s: %v", sentinel, err)
+		return nil, fmt.Errorf("settings source: App Configuration: sentinel %s: %v", sentinel, err)
 	}
 	version := resp.Header.Get("ETag")
 	if version == "" {
@@ -194,14 +194,14 @@ func (a *AppConfiguration) Read(ctx context.Context, have string) (*Document, er
 			return nil, err
 		}
 		if r.StatusCode != http.StatusOK {
-			return nil, fmt.Errorf("App Configuration: listing %s* answered %d: %.200s", a.Prefix, r.StatusCode, b)
+			return nil, fmt.Errorf("settings source: App Configuration: listing %s* answered %d: %.200s", a.Prefix, r.StatusCode, b)
 		}
 		var set struct {
 			Items    []keyValue `json:"items"`
 			NextLink string     `json:"@nextLink"`
 		}
 		if err := json.Unmarshal(b, &set); err != nil {
-			return nil, fmt.Errorf("App Configuration: listing %s*: %v", a.Prefix, err)
+			return nil, fmt.Errorf("settings source: App Configuration: listing %s*: %v", a.Prefix, err)
 		}
 		for _, kv := range set.Items {
 			name, ok := strings.CutPrefix(kv.Key, a.Prefix)
@@ -220,7 +220,7 @@ func (a *AppConfiguration) Read(ctx context.Context, have string) (*Document, er
 			break
 		}
 		if page > 100 {
-			return nil, errors.New("App Configuration: more than 100 pages of keys")
+			return nil, errors.New("settings source: App Configuration: more than 100 pages of keys")
 		}
 		next = set.NextLink
 	}
@@ -234,7 +234,7 @@ func (a *AppConfiguration) Read(ctx context.Context, have string) (*Document, er
 func (a *AppConfiguration) getLink(ctx context.Context, link string) (*http.Response, error) {
 	u, err := url.Parse(link)
 	if err != nil || u.IsAbs() || !strings.HasPrefix(u.Path, "/kv") {
-		return nil, fmt.Errorf("App Configuration: a @nextLink %q not on the store", link)
+		return nil, fmt.Errorf("settings source: App Configuration: a @nextLink %q not on the store", link)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.Endpoint+u.RequestURI(), nil)
 	if err != nil {

@@ -36,7 +36,7 @@ func Open(spec string, env func(string) (string, bool)) (Source, error) {
 	case strings.HasPrefix(spec, "file:"):
 		p := strings.TrimPrefix(spec, "file:")
 		if p == "" {
-			return nil, fmt.Errorf("want a path after file:")
+			return nil, errors.New("want a path after file: (file:<path>)")
 		}
 		return &fileSource{path: p}, nil
 	case strings.HasPrefix(spec, "appconfig:"):
