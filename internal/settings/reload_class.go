@@ -61,6 +61,7 @@ var Classes = map[string]Class{
 	"MaxContinuationsPerProfile": Cold,
 	"IdempotencyScopeHeaders":    Cold, // the scope of keys already stored
 	"AsyncPredictWindow":         Cold, // the predictor is built with the async engine
+	"AsyncPollMaxSecs":           Cold, // the poll policy is built with the async engine
 
 	// The source itself: read from the environment only.
 	SourceSetting:   Cold,
