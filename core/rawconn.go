@@ -43,15 +43,6 @@ func AddViaHeader(h http.Header) {
 	h["Via"] = viaValue
 }
 
-// recordingLive is set once a transport of NewTransport exists: attempts
-// then ask for the connection they get, to read what its backend sent.
-var recordingLive atomic.Bool
-
-// recordsHeads reports whether an attempt should trace its connection.
-// The RoundTripper may wrap NewTransport's (telemetry does), so the test
-// is whether any recording transport exists at all.
-func recordsHeads(http.RoundTripper) bool { return recordingLive.Load() }
-
 // connTrace is the connection an attempt got, and the trace that tells
 // it (and passes 1xx answers on).
 type connTrace struct {
@@ -71,12 +62,9 @@ func (ct *connTrace) gotConn(i httptrace.GotConnInfo) {
 // req.Informational.
 func (ar *attemptResult) trace(ctx context.Context, rt http.RoundTripper, req *Request) context.Context {
 	ct := &connTrace{}
-	ct.trace.GotConn = ct.gotConn
+	ct.trace.GotConn = ct.gotConn // one closure: gotConn keeps a *headConn only where rt records heads
 	ct.trace.Got1xxResponse = req.Informational
 	ar.conn = ct
-	if !recordsHeads(rt) {
-		ct.trace.GotConn = func(httptrace.GotConnInfo) { ct.got.Store(true) }
-	}
 	return httptrace.WithClientTrace(ctx, &ct.trace)
 }
 
@@ -219,7 +207,6 @@ type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 
 // recordingDial wraps every connection dial makes in a headConn.
 func recordingDial(dial dialFunc) dialFunc {
-	recordingLive.Store(true)
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := dial(ctx, network, addr)
 		if err != nil {

@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"log/slog"
 	"net/http"
+	"strconv"
 
 	"fngateway/core"
 )
@@ -30,7 +32,7 @@ func upstreamAttrs(line []slog.Attr, lg *requestLog) []slog.Attr {
 	if len(lg.timeline) == 0 {
 		return line
 	}
-	line = append(line, slog.Any("upstream", core.AttemptsJSON(lg.timeline)))
+	line = append(line, slog.Any("upstream", json.RawMessage(appendAttempts(make([]byte, 0, 128*len(lg.timeline)), lg.timeline))))
 	if lg.status == http.StatusGatewayTimeout && lg.code != "" {
 		if a, ok := core.InFlight(lg.timeline); ok {
 			line = append(line, slog.String("inFlightHost", a.Host), slog.String("inFlightPhase", string(a.Phase)))
@@ -49,4 +51,36 @@ func (lg *requestLog) logLevel() (slog.Level, string) {
 		return slog.LevelWarn, "request"
 	}
 	return slog.LevelInfo, "request"
+}
+
+// appendAttempts appends the timeline as the JSON array core.AttemptsJSON
+// gives (the same members, strings escaped as the log line's own), without
+// encoding/json's reflection: it runs on every request line.
+func appendAttempts(b []byte, tl []core.Attempt) []byte {
+	b = append(b, '[')
+	for i, a := range tl {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"host":`...)
+		b = appendJSONString(b, a.Host)
+		if a.Status != 0 {
+			b = append(b, `,"status":`...)
+			b = strconv.AppendInt(b, int64(a.Status), 10)
+		}
+		b = append(b, `,"outcome":`...)
+		b = appendJSONString(b, string(a.Outcome))
+		b = append(b, `,"durationMs":`...)
+		b = strconv.AppendInt(b, a.DurationMs, 10)
+		if a.Failure != "" {
+			b = append(b, `,"cause":`...)
+			b = appendJSONString(b, string(a.Failure))
+		}
+		if a.Phase != "" {
+			b = append(b, `,"phase":`...)
+			b = appendJSONString(b, string(a.Phase))
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']')
 }
