@@ -319,16 +319,22 @@ func (r *Redriver) Redrive(ctx context.Context, keys []string, dryRun bool, now 
 			}
 			o.Sent = true
 		}
-		o.Removed = true
-		for _, d := range copies[o] {
-			if err := r.DeadLetters.Delete(ctx, d); err != nil {
-				o.Removed = false
-				o.Err = errors.Join(o.Err, fmt.Errorf("delete dead letter %s: %w", d.ID, err))
-			}
-		}
+		r.remove(ctx, o, copies[o])
 		result = append(result, *o)
 	}
 	return result, nil
+}
+
+// remove deletes the copies of o's dead letter, saying in o whether all
+// went (Removed) and why one did not (Err).
+func (r *Redriver) remove(ctx context.Context, o *Outcome, copies []DeadLetter) {
+	o.Removed = true
+	for _, d := range copies {
+		if err := r.DeadLetters.Delete(ctx, d); err != nil {
+			o.Removed = false
+			o.Err = errors.Join(o.Err, fmt.Errorf("delete dead letter %s: %w", d.ID, err))
+		}
+	}
 }
 
 // DefaultPurgeMinAge is the age under which Purge refuses a dead letter
@@ -372,13 +378,7 @@ func (r *Redriver) Purge(ctx context.Context, keys []string, dryRun, force bool,
 			}
 			o.Ended = true
 		}
-		o.Removed = true
-		for _, d := range copies[o] {
-			if err := r.DeadLetters.Delete(ctx, d); err != nil {
-				o.Removed = false
-				o.Err = errors.Join(o.Err, fmt.Errorf("delete dead letter %s: %w", d.ID, err))
-			}
-		}
+		r.remove(ctx, o, copies[o])
 		result = append(result, *o)
 	}
 	return result, nil
