@@ -40,18 +40,21 @@ type Reloader struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
-	mu       sync.Mutex
-	inForce  *core.Settings
-	limit    time.Duration
-	values   map[string]string // the source's values in force (COLD ones as at start-up)
-	version  string            // the version in force
-	seen     string            // the last version read, good or bad
-	pending  map[string]string // COLD settings the source changed, as text
-	told     string            // the pending set last logged
-	refresh  time.Time
-	lastErr  string
-	failed   atomic.Int64 // settings_refresh_failed
-	rejected atomic.Int64 // settings_rejected
+	mu      sync.Mutex
+	inForce *core.Settings
+	limit   time.Duration
+	values  map[string]string // the source's values in force (COLD ones as at start-up)
+	version string            // the version in force
+	seen    string            // the last version read, good or bad
+	pending map[string]string // COLD settings the source changed, as text
+	told    string            // the pending set last logged
+	refresh time.Time
+	lastErr string
+	// rejectedNow: lastErr is the rejection of the version the source still
+	// holds, which an unchanged poll must not clear.
+	rejectedNow bool
+	failed      atomic.Int64 // settings_refresh_failed
+	rejected    atomic.Int64 // settings_rejected
 }
 
 func (r *Reloader) now() time.Time {
@@ -176,12 +179,14 @@ func (r *Reloader) Refresh(ctx context.Context) {
 		return
 	case err != nil:
 		r.failed.Add(1)
-		r.lastErr = err.Error()
+		r.lastErr, r.rejectedNow = err.Error(), false
 		r.logger().Warn("settings refresh failed; the settings in force stay", slog.String("source", r.Source.String()),
 			slog.String("err", err.Error()), slog.Int64("settings_refresh_failed", r.failed.Load()))
 		return
 	case doc == nil:
-		r.lastErr = ""
+		if !r.rejectedNow { // the rejected version is still the source's: its error stays
+			r.lastErr = ""
+		}
 		return
 	}
 	r.seen = doc.Version
@@ -227,7 +232,7 @@ func (r *Reloader) Refresh(ctx context.Context) {
 			return
 		}
 	}
-	r.lastErr = ""
+	r.lastErr, r.rejectedNow = "", false
 	r.inForce, r.limit, r.values, r.version, r.pending = s, limit, applied, doc.Version, pending
 	r.logger().Info("settings reloaded", slog.String("source", r.Source.String()), slog.String("version", doc.Version),
 		slog.Any("changed", changed))
@@ -261,6 +266,7 @@ func (r *Reloader) reject(version string, errs []error) {
 			slog.String("version", version), slog.String("err", err.Error()), slog.Int64("settings_rejected", r.rejected.Load()))
 	}
 	r.lastErr = fmt.Sprintf("version %s rejected: %s", version, joinErrs(msgs))
+	r.rejectedNow = true
 }
 
 func joinErrs(msgs []string) string {
