@@ -1,0 +1,248 @@
+package core
+
+import (
+	"net/http"
+	"testing"
+	"time"
+)
+
+// loopStep is one event fed to the attempt loop and the action it must
+// return.
+type loopStep struct {
+	ev   string        // begin, ended, slot, waited, timedOut
+	at   time.Duration // from arrival
+	i    int           // ended: the attempt
+	end  AttemptEnding // ended
+	ra   time.Duration // ended: Retry-After
+	ok   bool          // slot
+	want loopAction
+}
+
+func endStatus(code int) AttemptEnding {
+	return AttemptEnding{Record: Attempt{Outcome: OutcomeStatus, Status: code}}
+}
+
+func endTimeout(c Cause) AttemptEnding {
+	return AttemptEnding{Record: Attempt{Outcome: OutcomeTimeout, Cause: c}}
+}
+
+var (
+	endReset   = AttemptEnding{Record: Attempt{Outcome: OutcomeConnectError}}
+	endRefused = AttemptEnding{Record: Attempt{Outcome: OutcomeConnectError}, Refused: true}
+)
+
+// TestLoop runs the attempt loop as a table: each row a request, its
+// events in order, and the action each one must return; then why no
+// attempt followed the last.
+func TestLoop(t *testing.T) {
+	arrival := time.Unix(1<<30, 0)
+	budget := func(ttl, timeout time.Duration) Budget {
+		return Budget{Arrival: arrival, TTL: arrival.Add(ttl), Timeout: timeout}
+	}
+	pol := func(maxAttempts int, base time.Duration) RetryPolicy {
+		return RetryPolicy{MaxAttempts: maxAttempts, BackoffBase: base, Jitter: worstJitter}
+	}
+	limited := budget(10*time.Second, time.Second).WithLimit(arrival.Add(3*time.Second), time.Second)
+	clientTimeout := budget(10*time.Second, time.Second)
+	clientTimeout.ClientTimeout = true
+	start := func(i int) loopAction { return loopAction{kind: actStart, i: i} }
+	hedge := func(i int) loopAction { return loopAction{kind: actStart, i: i, hedge: true} }
+	slot := loopAction{kind: actSlot}
+	hedgeSlot := loopAction{kind: actSlot, hedge: true, timedOut: true}
+	wait := func(d time.Duration) loopAction { return loopAction{kind: actWait, wait: d} }
+	answer := func(i int) loopAction { return loopAction{kind: actAnswer, i: i} }
+	giveUp := func(i int) loopAction { return loopAction{kind: actGiveUp, i: i} }
+	none := loopAction{}
+	tests := []struct {
+		name     string
+		pol      RetryPolicy
+		method   string
+		key      bool
+		budget   Budget
+		hedged   bool
+		steps    []loopStep
+		wantStop Stop
+		// For StopBackoff: the wait that did not fit, and the time left.
+		wantNextWait, wantLeft time.Duration
+	}{
+		{name: "answered at once", pol: pol(3, 0), budget: budget(10*time.Second, time.Second),
+			steps: []loopStep{
+				{ev: "begin", want: start(0)},
+				{ev: "ended", at: 100 * time.Millisecond, end: endStatus(200), want: answer(0)},
+			}, wantStop: StopAnswered},
+		{name: "expired on arrival", pol: pol(3, 0), budget: budget(0, time.Second),
+			steps:    []loopStep{{ev: "begin", want: loopAction{kind: actExpired, cause: CauseTTL}}},
+			wantStop: StopExpired},
+		{name: "the execution limit was over before the first attempt", pol: pol(3, 0), budget: limited,
+			steps:    []loopStep{{ev: "begin", at: 2 * time.Second, want: loopAction{kind: actExpired, cause: CauseFunctionLimit}}},
+			wantStop: StopExpired},
+		{name: "a 503 is retried after the worst backoff", pol: pol(3, 100*time.Millisecond), budget: budget(10*time.Second, time.Second),
+			steps: []loopStep{
+				{ev: "begin", want: start(0)},
+				{ev: "ended", at: 50 * time.Millisecond, end: endStatus(503), want: slot},
+				{ev: "slot", at: 50 * time.Millisecond, ok: true, want: wait(100 * time.Millisecond)},
+				{ev: "waited", at: 150 * time.Millisecond, want: start(1)},
+				{ev: "ended", at: 200 * time.Millisecond, i: 1, end: endStatus(200), want: answer(1)},
+			}, wantStop: StopAnswered},
+		{name: "a Retry-After longer than the backoff is waited", pol: pol(3, 100*time.Millisecond), budget: budget(10*time.Second, time.Second),
+			steps: []loopStep{
+				{ev: "begin", want: start(0)},
+				{ev: "ended", end: endStatus(429), ra: 2 * time.Second, want: slot},
+				{ev: "slot", ok: true, want: wait(2 * time.Second)},
+			}},
+		{name: "the retry budget refuses: the last answer is the request's", pol: pol(3, 0), budget: budget(10*time.Second, time.Second),
+			steps: []loopStep{
+				{ev: "begin", want: start(0)},
+				{ev: "ended", end: endStatus(503), want: slot},
+				{ev: "slot", ok: false, want: giveUp(0)},
+			}},
+		{name: "a wait that would outlast the TTL is not started", pol: pol(3, 100*time.Millisecond), budget: budget(time.Second, time.Second),
+			steps: []loopStep{
+				{ev: "begin", want: start(0)},
+				{ev: "ended", at: 950 * time.Millisecond, end: endStatus(502), want: giveUp(0)},
+			}, wantStop: StopBackoff, wantNextWait: 100 * time.Millisecond, wantLeft: 50 * time.Millisecond},
+		{name: "the time is over when the wait ends", pol: pol(3, 0), budget: budget(time.Second, time.Second),
+			steps: []loopStep{
+				{ev: "begin", want: start(0)},
+				{ev: "ended", at: 900 * time.Millisecond, end: endStatus(503), want: slot},
+				{ev: "slot", at: 900 * time.Millisecond, ok: true, want: wait(0)},
+				{ev: "waited", at: time.Second, want: loopAction{kind: actExpired, i: 1, cause: CauseTTL}},
+			}, wantStop: StopExpired},
+		{name: "the last of MaxAttempts", pol: pol(2, 0), budget: budget(10*time.Second, time.Second),
+			steps: []loopStep{
+				{ev: "begin", want: start(0)},
+				{ev: "ended", end: endTimeout(CauseTimeout), want: slot},
+				{ev: "slot", ok: true, want: wait(0)},
+				{ev: "waited", want: start(1)},
+				{ev: "ended", i: 1, end: endStatus(504), want: giveUp(1)},
+			}, wantStop: StopMaxAttempts},
+		{name: "the TTL cut the attempt", pol: pol(3, 0), budget: budget(time.Second, 2*time.Second),
+			steps: []loopStep{
+				{ev: "begin", want: start(0)},
+				{ev: "ended", at: time.Second, end: endTimeout(CauseTTL), want: giveUp(0)},
+			}, wantStop: StopDeadline},
+		{name: "a POST is not sent again after a reset", pol: pol(3, 0), method: http.MethodPost, budget: budget(10*time.Second, time.Second),
+			steps: []loopStep{
+				{ev: "begin", want: start(0)},
+				{ev: "ended", end: endReset, want: giveUp(0)},
+			}, wantStop: StopNotSafe},
+		{name: "a POST is sent again after a refused connection", pol: pol(3, 0), method: http.MethodPost, budget: budget(10*time.Second, time.Second),
+			steps: []loopStep{
+				{ev: "begin", want: start(0)},
+				{ev: "ended", end: endRefused, want: slot},
+			}},
+		{name: "a client's shortened Timeout: the retry holds no slot", pol: pol(3, 0), budget: clientTimeout,
+			steps: []loopStep{
+				{ev: "begin", want: start(0)},
+				{ev: "ended", at: time.Second, end: endTimeout(CauseTimeout), want: loopAction{kind: actSlot, chosen: true}},
+			}},
+
+		{name: "hedged: the first answers after the hedge started", pol: pol(3, 0), budget: budget(10*time.Second, time.Second), hedged: true,
+			steps: []loopStep{
+				{ev: "begin", want: start(0)},
+				{ev: "timedOut", at: time.Second, want: hedgeSlot},
+				{ev: "slot", at: time.Second, ok: true, want: hedge(1)},
+				{ev: "ended", at: 1500 * time.Millisecond, end: endStatus(200), want: answer(0)},
+			}, wantStop: StopAnswered},
+		{name: "hedged: a client's shortened Timeout hedges without holding a slot", pol: pol(3, 0), budget: clientTimeout, hedged: true,
+			steps: []loopStep{
+				{ev: "begin", want: start(0)},
+				{ev: "timedOut", at: time.Second, want: loopAction{kind: actSlot, hedge: true, chosen: true, timedOut: true}},
+			}},
+		{name: "hedged: the latest's Timeout with no attempt left ends the request", pol: pol(2, 0), budget: budget(10*time.Second, time.Second), hedged: true,
+			steps: []loopStep{
+				{ev: "begin", want: start(0)},
+				{ev: "timedOut", at: time.Second, want: hedgeSlot},
+				{ev: "slot", at: time.Second, ok: true, want: hedge(1)},
+				{ev: "timedOut", at: 2 * time.Second, want: loopAction{kind: actTimeout, timedOut: true}},
+			}, wantStop: StopMaxAttempts},
+		{name: "hedged: the retry budget refuses the hedge", pol: pol(3, 0), budget: budget(10*time.Second, time.Second), hedged: true,
+			steps: []loopStep{
+				{ev: "begin", want: start(0)},
+				{ev: "timedOut", at: time.Second, want: hedgeSlot},
+				{ev: "slot", at: time.Second, ok: false, want: loopAction{kind: actTimeout}},
+			}, wantStop: StopMaxAttempts},
+		{name: "hedged: the latest failed, the older runs until it fails too", pol: pol(2, 0), budget: budget(10*time.Second, time.Second), hedged: true,
+			steps: []loopStep{
+				{ev: "begin", want: start(0)},
+				{ev: "timedOut", at: time.Second, want: hedgeSlot},
+				{ev: "slot", at: time.Second, ok: true, want: hedge(1)},
+				{ev: "ended", at: 1200 * time.Millisecond, i: 1, end: endStatus(503), want: none},
+				{ev: "ended", at: 1500 * time.Millisecond, i: 0, end: endStatus(502), want: giveUp(1)},
+			}, wantStop: StopMaxAttempts},
+		{name: "hedged: the latest failed, its Timeout ends the older", pol: pol(2, 0), budget: budget(10*time.Second, time.Second), hedged: true,
+			steps: []loopStep{
+				{ev: "begin", want: start(0)},
+				{ev: "timedOut", at: time.Second, want: hedgeSlot},
+				{ev: "slot", at: time.Second, ok: true, want: hedge(1)},
+				{ev: "ended", at: 1200 * time.Millisecond, i: 1, end: endStatus(503), want: none},
+				{ev: "timedOut", at: 2 * time.Second, want: giveUp(1)},
+			}, wantStop: StopMaxAttempts},
+		{name: "hedged: an older attempt answers after the latest failed", pol: pol(2, 0), budget: budget(10*time.Second, time.Second), hedged: true,
+			steps: []loopStep{
+				{ev: "begin", want: start(0)},
+				{ev: "timedOut", at: time.Second, want: hedgeSlot},
+				{ev: "slot", at: time.Second, ok: true, want: hedge(1)},
+				{ev: "ended", at: 1200 * time.Millisecond, i: 1, end: endStatus(503), want: none},
+				{ev: "ended", at: 1500 * time.Millisecond, i: 0, end: endStatus(200), want: answer(0)},
+			}, wantStop: StopAnswered},
+		{name: "hedged: a fast failure is retried, its Timeout stopped during the wait", pol: pol(3, 100*time.Millisecond), budget: budget(10*time.Second, time.Second), hedged: true,
+			steps: []loopStep{
+				{ev: "begin", want: start(0)},
+				{ev: "ended", at: 200 * time.Millisecond, end: endStatus(503), want: slot},
+				{ev: "slot", at: 200 * time.Millisecond, ok: true, want: wait(100 * time.Millisecond)},
+				{ev: "timedOut", at: time.Second, want: none},
+				{ev: "waited", at: 300 * time.Millisecond, want: start(1)},
+				{ev: "timedOut", at: 1300 * time.Millisecond, want: hedgeSlot},
+			}},
+		{name: "hedged: a Timeout at the TTL starts nothing", pol: pol(3, 0), budget: budget(time.Second, time.Second), hedged: true,
+			steps: []loopStep{
+				{ev: "begin", want: start(0)},
+				{ev: "timedOut", at: time.Second, want: none},
+				{ev: "ended", at: time.Second, end: endTimeout(CauseTTL), want: giveUp(0)},
+			}, wantStop: StopDeadline},
+		{name: "hedged: an older attempt's failure while the retry waits ends nothing", pol: pol(3, 100*time.Millisecond), budget: budget(10*time.Second, time.Second), hedged: true,
+			steps: []loopStep{
+				{ev: "begin", want: start(0)},
+				{ev: "timedOut", at: time.Second, want: hedgeSlot},
+				{ev: "slot", at: time.Second, ok: true, want: hedge(1)},
+				{ev: "ended", at: 1100 * time.Millisecond, i: 1, end: endStatus(503), want: slot},
+				{ev: "slot", at: 1100 * time.Millisecond, ok: true, want: wait(200 * time.Millisecond)},
+				{ev: "ended", at: 1200 * time.Millisecond, i: 0, end: endStatus(503), want: none},
+				{ev: "waited", at: 1300 * time.Millisecond, want: start(2)},
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			method := tt.method
+			if method == "" {
+				method = http.MethodGet
+			}
+			l := newLoop(tt.pol, method, tt.key, tt.budget, tt.hedged)
+			for k, s := range tt.steps {
+				now := arrival.Add(s.at)
+				var got loopAction
+				switch s.ev {
+				case "begin":
+					got = l.begin(now)
+				case "ended":
+					got = l.ended(now, s.i, s.end, s.ra)
+				case "slot":
+					got = l.slot(now, s.ok)
+				case "waited":
+					got = l.waited(now)
+				case "timedOut":
+					got = l.timedOut(now)
+				default:
+					t.Fatalf("step %d: unknown event %q", k, s.ev)
+				}
+				if got != s.want {
+					t.Fatalf("step %d (%s at %v): got %+v, want %+v", k, s.ev, s.at, got, s.want)
+				}
+			}
+			if l.stop != tt.wantStop || l.nextWait != tt.wantNextWait || l.left != tt.wantLeft {
+				t.Errorf("stop %v, next wait %v, left %v; want %v, %v, %v", l.stop, l.nextWait, l.left, tt.wantStop, tt.wantNextWait, tt.wantLeft)
+			}
+		})
+	}
+}
