@@ -53,6 +53,15 @@ func TestLoop(t *testing.T) {
 	answer := func(i int) loopAction { return loopAction{kind: actAnswer, i: i} }
 	giveUp := func(i int) loopAction { return loopAction{kind: actGiveUp, i: i} }
 	none := loopAction{}
+	// hedgedAt1s is a hedged request whose first attempt's Timeout fires
+	// at 1s, and the hedge then started, followed by rest.
+	hedgedAt1s := func(rest []loopStep) []loopStep {
+		return append([]loopStep{
+			{ev: "begin", want: start(0)},
+			{ev: "timedOut", at: time.Second, want: hedgeSlot},
+			{ev: "slot", at: time.Second, ok: true, want: hedge(1)},
+		}, rest...)
+	}
 	tests := []struct {
 		name     string
 		pol      RetryPolicy
@@ -138,24 +147,18 @@ func TestLoop(t *testing.T) {
 			}},
 
 		{name: "hedged: the first answers after the hedge started", pol: pol(3, 0), budget: budget(10*time.Second, time.Second), hedged: true,
-			steps: []loopStep{
-				{ev: "begin", want: start(0)},
-				{ev: "timedOut", at: time.Second, want: hedgeSlot},
-				{ev: "slot", at: time.Second, ok: true, want: hedge(1)},
+			steps: hedgedAt1s([]loopStep{
 				{ev: "ended", at: 1500 * time.Millisecond, end: endStatus(200), want: answer(0)},
-			}, wantStop: StopAnswered},
+			}), wantStop: StopAnswered},
 		{name: "hedged: a client's shortened Timeout hedges without holding a slot", pol: pol(3, 0), budget: clientTimeout, hedged: true,
 			steps: []loopStep{
 				{ev: "begin", want: start(0)},
 				{ev: "timedOut", at: time.Second, want: loopAction{kind: actSlot, hedge: true, chosen: true, timedOut: true}},
 			}},
 		{name: "hedged: the latest's Timeout with no attempt left ends the request", pol: pol(2, 0), budget: budget(10*time.Second, time.Second), hedged: true,
-			steps: []loopStep{
-				{ev: "begin", want: start(0)},
-				{ev: "timedOut", at: time.Second, want: hedgeSlot},
-				{ev: "slot", at: time.Second, ok: true, want: hedge(1)},
+			steps: hedgedAt1s([]loopStep{
 				{ev: "timedOut", at: 2 * time.Second, want: loopAction{kind: actTimeout, timedOut: true}},
-			}, wantStop: StopMaxAttempts},
+			}), wantStop: StopMaxAttempts},
 		{name: "hedged: the retry budget refuses the hedge", pol: pol(3, 0), budget: budget(10*time.Second, time.Second), hedged: true,
 			steps: []loopStep{
 				{ev: "begin", want: start(0)},
@@ -163,29 +166,20 @@ func TestLoop(t *testing.T) {
 				{ev: "slot", at: time.Second, ok: false, want: loopAction{kind: actTimeout}},
 			}, wantStop: StopMaxAttempts},
 		{name: "hedged: the latest failed, the older runs until it fails too", pol: pol(2, 0), budget: budget(10*time.Second, time.Second), hedged: true,
-			steps: []loopStep{
-				{ev: "begin", want: start(0)},
-				{ev: "timedOut", at: time.Second, want: hedgeSlot},
-				{ev: "slot", at: time.Second, ok: true, want: hedge(1)},
+			steps: hedgedAt1s([]loopStep{
 				{ev: "ended", at: 1200 * time.Millisecond, i: 1, end: endStatus(503), want: none},
 				{ev: "ended", at: 1500 * time.Millisecond, i: 0, end: endStatus(502), want: giveUp(1)},
-			}, wantStop: StopMaxAttempts},
+			}), wantStop: StopMaxAttempts},
 		{name: "hedged: the latest failed, its Timeout ends the older", pol: pol(2, 0), budget: budget(10*time.Second, time.Second), hedged: true,
-			steps: []loopStep{
-				{ev: "begin", want: start(0)},
-				{ev: "timedOut", at: time.Second, want: hedgeSlot},
-				{ev: "slot", at: time.Second, ok: true, want: hedge(1)},
+			steps: hedgedAt1s([]loopStep{
 				{ev: "ended", at: 1200 * time.Millisecond, i: 1, end: endStatus(503), want: none},
 				{ev: "timedOut", at: 2 * time.Second, want: giveUp(1)},
-			}, wantStop: StopMaxAttempts},
+			}), wantStop: StopMaxAttempts},
 		{name: "hedged: an older attempt answers after the latest failed", pol: pol(2, 0), budget: budget(10*time.Second, time.Second), hedged: true,
-			steps: []loopStep{
-				{ev: "begin", want: start(0)},
-				{ev: "timedOut", at: time.Second, want: hedgeSlot},
-				{ev: "slot", at: time.Second, ok: true, want: hedge(1)},
+			steps: hedgedAt1s([]loopStep{
 				{ev: "ended", at: 1200 * time.Millisecond, i: 1, end: endStatus(503), want: none},
 				{ev: "ended", at: 1500 * time.Millisecond, i: 0, end: endStatus(200), want: answer(0)},
-			}, wantStop: StopAnswered},
+			}), wantStop: StopAnswered},
 		{name: "hedged: a fast failure is retried, its Timeout stopped during the wait", pol: pol(3, 100*time.Millisecond), budget: budget(10*time.Second, time.Second), hedged: true,
 			steps: []loopStep{
 				{ev: "begin", want: start(0)},
@@ -202,15 +196,12 @@ func TestLoop(t *testing.T) {
 				{ev: "ended", at: time.Second, end: endTimeout(CauseTTL), want: giveUp(0)},
 			}, wantStop: StopDeadline},
 		{name: "hedged: an older attempt's failure while the retry waits ends nothing", pol: pol(3, 100*time.Millisecond), budget: budget(10*time.Second, time.Second), hedged: true,
-			steps: []loopStep{
-				{ev: "begin", want: start(0)},
-				{ev: "timedOut", at: time.Second, want: hedgeSlot},
-				{ev: "slot", at: time.Second, ok: true, want: hedge(1)},
+			steps: hedgedAt1s([]loopStep{
 				{ev: "ended", at: 1100 * time.Millisecond, i: 1, end: endStatus(503), want: slot},
 				{ev: "slot", at: 1100 * time.Millisecond, ok: true, want: wait(200 * time.Millisecond)},
 				{ev: "ended", at: 1200 * time.Millisecond, i: 0, end: endStatus(503), want: none},
 				{ev: "waited", at: 1300 * time.Millisecond, want: start(2)},
-			}},
+			})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
