@@ -5,11 +5,12 @@ import (
 	"time"
 )
 
-// This file explains a request's budget on paper: Explain replays the
-// attempt loop of Forwarder.Forward with arithmetic instead of a network, so
-// a user can see which deadline bounded each attempt and why the request
-// ended as it did. It uses Budget.Attempt, Budget.End and the RetryPolicy,
-// what the engine itself uses, so the two cannot drift apart. The
+// This file explains a request's budget on paper: Explain drives the
+// engine's own attempt loop (loop.go) with a simulated clock and arithmetic
+// instead of a network, so a user can see which deadline bounded each
+// attempt and why the request ended as it did. The loop, Budget.Attempt and
+// the RetryPolicy are what Forwarder.Forward runs, so the two cannot drift
+// apart. The
 // result is data (Stop, Hint); its wording and the reply syntax belong to
 // the command that presents it (functions/ explain).
 
@@ -254,25 +255,21 @@ func Explain(p ExplainParams) Timeline {
 func (t *Timeline) end(l *loop, act loopAction, now time.Duration, running []bool, pol RetryPolicy) {
 	if t.Hedged {
 		t.Decider = act.i
-		if act.kind == actTimeout {
-			t.Decider = l.started - 1
-		}
 		t.cancelRest(now, running)
 	}
 	t.Stop, t.At = l.stop, now
 	if l.stop == StopBackoff {
 		t.NextWait, t.EndCause, t.Left = l.nextWait, l.endCause, l.left
 	}
+	rec := t.Attempts[act.i].Record
 	if act.kind == actTimeout {
-		t.Reason = pol.Ending(Attempt{Outcome: OutcomeTimeout, Cause: CauseTimeout}).Reason
-		t.Status = t.Reason.Status(true)
+		rec = perTryTimeout
+	}
+	if rec.Outcome == OutcomeStatus {
+		t.Status = rec.Status
 		return
 	}
-	if a := t.Attempts[act.i]; a.Record.Outcome == OutcomeStatus {
-		t.Status = a.Record.Status
-		return
-	}
-	t.Reason = pol.Ending(t.Attempts[act.i].Record).Reason
+	t.Reason = pol.Ending(rec).Reason
 	t.Status = t.Reason.Status(true)
 }
 

@@ -132,7 +132,7 @@ func (f *Forwarder) forwardHedged(ctx, streamCtx context.Context, streamCancel c
 		case actTimeout:
 			h.cancelAll()
 			streamCancel()
-			return nil, f.failure(pol, Attempt{Outcome: OutcomeTimeout, Cause: CauseTimeout}, h.records(-1))
+			return nil, f.failure(pol, perTryTimeout, h.records(-1))
 		case actExpired:
 			h.cancelAll()
 			streamCancel()

@@ -43,9 +43,9 @@ const (
 	// attempt i, the latest (its answer passed through, or its failure);
 	// cancel the attempts still running.
 	actGiveUp
-	// actTimeout: the latest attempt's Timeout fired and no attempt may
-	// follow it: the request ends with its Timeout; cancel the attempts
-	// still running.
+	// actTimeout: the Timeout of attempt i, the latest, fired and no
+	// attempt may follow it: the request ends with that Timeout
+	// (perTryTimeout); cancel the attempts still running.
 	actTimeout
 	// actExpired: the request's time, ended by the deadline cause, was over
 	// before attempt i could start; cancel the attempts still running.
@@ -202,5 +202,9 @@ func (l *loop) timedOut(now time.Time) loopAction {
 // timeout ends a hedged request with its latest attempt's Timeout.
 func (l *loop) timeout() loopAction {
 	l.stop = StopMaxAttempts
-	return loopAction{kind: actTimeout}
+	return loopAction{kind: actTimeout, i: l.started - 1}
 }
+
+// perTryTimeout is how a request ends that actTimeout ended, for
+// RetryPolicy.Ending: its latest attempt's Timeout.
+var perTryTimeout = Attempt{Outcome: OutcomeTimeout, Cause: CauseTimeout}

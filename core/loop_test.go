@@ -157,7 +157,7 @@ func TestLoop(t *testing.T) {
 			}},
 		{name: "hedged: the latest's Timeout with no attempt left ends the request", pol: pol(2, 0), budget: budget(10*time.Second, time.Second), hedged: true,
 			steps: hedgedAt1s([]loopStep{
-				{ev: "timedOut", at: 2 * time.Second, want: loopAction{kind: actTimeout, timedOut: true}},
+				{ev: "timedOut", at: 2 * time.Second, want: loopAction{kind: actTimeout, i: 1, timedOut: true}},
 			}), wantStop: StopMaxAttempts},
 		{name: "hedged: the retry budget refuses the hedge", pol: pol(3, 0), budget: budget(10*time.Second, time.Second), hedged: true,
 			steps: []loopStep{
