@@ -237,3 +237,58 @@ func TestLoop(t *testing.T) {
 		})
 	}
 }
+
+// FuzzExplainLoop drives the attempt loop through Explain, hedged or not,
+// with any budget and replies, and checks what any run must keep: it ends,
+// no more than MaxAttempts attempts start, none starts before the queue
+// wait, after the request's end or before the one it follows, each ends
+// within its window when not hedged, and the answer comes no earlier than
+// an attempt's end and no later than the end of the request's time.
+func FuzzExplainLoop(f *testing.F) {
+	f.Add(int64(10000), int64(1000), int64(0), int64(0), int64(0), int64(100), uint8(3), false, false, true, uint64(0x0102030405060708))
+	f.Add(int64(2500), int64(1000), int64(0), int64(0), int64(0), int64(0), uint8(3), false, false, true, uint64(0))
+	f.Add(int64(60000), int64(1000), int64(200), int64(3000), int64(500), int64(10), uint8(7), true, true, false, uint64(0xfff1f2f3))
+	f.Fuzz(func(t *testing.T, ttl, timeout, queue, limit, margin, base int64, maxAttempts uint8, post, key, hedge bool, replies uint64) {
+		ms := func(v int64) time.Duration { return time.Duration(v%(1<<20)) * time.Millisecond }
+		p := ExplainParams{TTL: ms(ttl), Timeout: ms(timeout), QueueWait: max(ms(queue), 0), FunctionTimeout: ms(limit), Margin: ms(margin),
+			BackoffBase: max(ms(base), 0), MaxAttempts: int(maxAttempts % 9), ClientKey: key, Hedge: hedge}
+		if post {
+			p.Method = http.MethodPost
+		}
+		// Up to four replies, a byte each: a kind, a status and a delay.
+		for i := range 4 {
+			b := byte(replies >> (16 * i))
+			r := Reply{Kind: ReplyKind(b % 4), After: time.Duration(replies>>(16*i+8)&0xff) * 10 * time.Millisecond}
+			if r.Kind == ReplyStatus {
+				r.Status = []int{200, 404, 429, 500, 502, 503, 504}[int(b/4)%7]
+			}
+			p.Replies = append(p.Replies, r)
+		}
+		tl := Explain(p)
+		maxN := max(tl.Params.MaxAttempts, 1)
+		if len(tl.Attempts) > maxN {
+			t.Fatalf("%d attempts; at most %d", len(tl.Attempts), maxN)
+		}
+		end := p.TTL
+		if tl.HasLimit {
+			end = min(end, tl.Limit)
+		}
+		for i, a := range tl.Attempts {
+			if a.Start < p.QueueWait || a.Start >= end || a.End < a.Start || a.End > tl.At {
+				t.Fatalf("attempt %d: %v-%v; queue wait %v, end %v, answer at %v", a.N, a.Start, a.End, p.QueueWait, end, tl.At)
+			}
+			if i > 0 && a.Start < tl.Attempts[i-1].Start {
+				t.Fatalf("attempt %d starts at %v, before the one it follows (%v)", a.N, a.Start, tl.Attempts[i-1].Start)
+			}
+			if !tl.Hedged && a.End > a.Start+a.Window {
+				t.Fatalf("attempt %d ends at %v, after its window %v", a.N, a.End, a.Start+a.Window)
+			}
+		}
+		if tl.At > max(end, p.QueueWait) {
+			t.Fatalf("answer at %v; the request's time ends at %v", tl.At, end)
+		}
+		if tl.Status == 0 {
+			t.Fatalf("no status: %+v", tl)
+		}
+	})
+}
