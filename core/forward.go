@@ -221,14 +221,10 @@ func (f *Forwarder) forwardSequential(ctx, streamCtx context.Context, streamCanc
 			act = l.ended(now, act.i, ar.ending(), ar.retryAfter)
 		case actSlot:
 			var ok bool
-			ok, retrying = f.retrySlot(act.chosen)
+			ok, retrying = f.takeSlot(act)
 			act = l.slot(now, ok)
 		case actWait:
-			// A retry: the failed attempt is over.
-			ar.close()
-			if f.Stats != nil {
-				f.Stats.Retries.Add(1)
-			}
+			ar.close() // a retry: the failed attempt is over
 			if act.wait > 0 {
 				f.observeBackoff(ctx, l.started, act.wait)
 				t := time.NewTimer(act.wait)
@@ -260,6 +256,19 @@ func (f *Forwarder) forwardSequential(ctx, streamCtx context.Context, streamCanc
 			panic("core: the sequential attempt loop got action " + strconv.Itoa(int(act.kind)))
 		}
 	}
+}
+
+// takeSlot answers the attempt loop's actSlot: whether the retry or the
+// hedge may start (retrySlot), counted in Stats when it may.
+func (f *Forwarder) takeSlot(act loopAction) (ok, held bool) {
+	ok, held = f.retrySlot(act.chosen)
+	if ok && f.Stats != nil {
+		f.Stats.Retries.Add(1)
+		if act.hedge {
+			f.Stats.Hedges.Add(1)
+		}
+	}
+	return ok, held
 }
 
 // observeBackoff reports to the Observer, if any, the wait d that starts

@@ -107,13 +107,7 @@ func (f *Forwarder) forwardHedged(ctx, streamCtx context.Context, streamCancel c
 			held, last = false, nil
 		case actSlot:
 			var ok bool
-			ok, held = f.retrySlot(act.chosen)
-			if ok && f.Stats != nil {
-				f.Stats.Retries.Add(1)
-				if act.hedge {
-					f.Stats.Hedges.Add(1)
-				}
-			}
+			ok, held = f.takeSlot(act)
 			act = l.slot(now, ok)
 			continue
 		case actWait:
