@@ -67,7 +67,8 @@ type loopAction struct {
 
 // loop is the state of one request's attempt loop. It is a value, built by
 // newLoop; a driver feeds it events in the order they happen, each with the
-// time it happened, and performs the action each one returns.
+// time it happened, and performs the action each one returns. One driver
+// owns it: it is not safe for concurrent use.
 type loop struct {
 	pol       RetryPolicy
 	method    string
@@ -85,7 +86,7 @@ type loop struct {
 	wait       time.Duration // the backoff of the retry asking for a slot
 	due        time.Time     // hedged: when the latest attempt's Timeout fires; zero when it does not matter
 
-	// Stop says why no attempt follows the latest one, once known; for
+	// stop says why no attempt follows the latest one, once known; for
 	// StopBackoff, nextWait is the wait that would not fit in left, the
 	// time to the end.
 	stop           Stop
