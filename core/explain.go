@@ -5,11 +5,12 @@ import (
 	"time"
 )
 
-// This file explains a request's budget on paper: Explain replays the
-// attempt loop of Forwarder.Forward with arithmetic instead of a network, so
-// a user can see which deadline bounded each attempt and why the request
-// ended as it did. It uses Budget.Attempt, Budget.End and the RetryPolicy,
-// what the engine itself uses, so the two cannot drift apart. The
+// This file explains a request's budget on paper: Explain drives the
+// engine's own attempt loop (loop.go) with a simulated clock and arithmetic
+// instead of a network, so a user can see which deadline bounded each
+// attempt and why the request ended as it did. The loop, Budget.Attempt and
+// the RetryPolicy are what Forwarder.Forward runs, so the two cannot drift
+// apart. The
 // result is data (Stop, Hint); its wording and the reply syntax belong to
 // the command that presents it (functions/ explain).
 
@@ -186,36 +187,90 @@ func Explain(p ExplainParams) Timeline {
 	}
 	t.Hints = explainHints(p, t)
 	pol := p.policy()
-	if p.hedges(pol) {
-		return explainHedged(p, pol, t, b)
-	}
-	end, endCause := b.End()
-	endAt := end.Sub(explainEpoch)
-	now, wait := p.QueueWait, time.Duration(0)
-	for n := 1; ; n++ {
-		if now >= endAt {
-			t.expired(pol, endCause, now, n)
+	t.Hedged = p.hedges(pol)
+	l := newLoop(pol, p.Method, p.ClientKey, b, t.Hedged)
+	endAt := l.end.Sub(explainEpoch)
+	// The simulated clock: now is the instant of the event fed to l. An
+	// attempt's End is when it ends by itself, until it ends or is
+	// cancelled; running says which still run.
+	var running []bool
+	now, wait, waitEnd := p.QueueWait, time.Duration(0), time.Duration(-1)
+	act := l.begin(explainEpoch.Add(now))
+	for {
+		switch act.kind {
+		case actStart:
+			n := act.i + 1
+			deadline, bound := b.Attempt(explainEpoch.Add(now))
+			a := ExplainedAttempt{N: n, Wait: wait, Start: now, Window: deadline.Sub(explainEpoch) - now, Bound: bound, Reply: p.reply(n)}
+			if act.hedge {
+				a.Beside = act.i // the attempt whose Timeout fired
+			}
+			if t.Hedged {
+				a.run(endAt, l.endCause) // only the TTL and the execution limit cut a hedged attempt
+			} else {
+				a.run(a.Start+a.Window, a.Bound)
+			}
+			t.Attempts = append(t.Attempts, a)
+			running = append(running, true)
+			wait = 0
+		case actSlot:
+			act = l.slot(explainEpoch.Add(now), true) // a request on paper has the retry budget to itself
+			continue
+		case actWait:
+			wait, waitEnd = act.wait, now+act.wait
+		case actExpired:
+			t.expired(pol, act.cause, now, act.i+1)
+			return t
+		case actAnswer, actGiveUp, actTimeout:
+			t.end(&l, act, now, running, pol)
 			return t
 		}
-		deadline, bound := b.Attempt(explainEpoch.Add(now))
-		a := ExplainedAttempt{N: n, Wait: wait, Start: now, Window: deadline.Sub(explainEpoch) - now, Bound: bound, Reply: p.reply(n)}
-		a.run()
-		t.Attempts = append(t.Attempts, a)
-		stop := pol.Next(n, p.Method, p.ClientKey, a.ending())
-		if stop == 0 {
-			wait = pol.Wait(n, 0)
-			if !pol.Fits(wait, endAt-a.End) {
-				stop = StopBackoff
-				t.NextWait, t.EndCause, t.Left = wait, endCause, endAt-a.End
+		// The next event: an attempt ending by itself, the end of a
+		// backoff wait, or the latest attempt's Timeout. An ending comes
+		// first at a tie.
+		first, at := -1, time.Duration(1<<62)
+		for i, r := range running {
+			if r && t.Attempts[i].End < at {
+				first, at = i, t.Attempts[i].End
 			}
 		}
-		if stop != 0 {
-			t.Stop = stop
-			t.finish(pol, a)
-			return t
+		due := l.due.Sub(explainEpoch)
+		switch {
+		case waitEnd >= 0 && waitEnd < at:
+			now, waitEnd = waitEnd, -1
+			act = l.waited(explainEpoch.Add(now))
+		case !l.due.IsZero() && due < at:
+			now = due
+			act = l.timedOut(explainEpoch.Add(now))
+		default:
+			now, running[first] = at, false
+			act = l.ended(explainEpoch.Add(now), first, t.Attempts[first].ending(), 0)
 		}
-		now = a.End + wait
 	}
+}
+
+// end ends t at now with the loop's action act: an answer passed
+// through, the latest attempt's ending (actGiveUp), or a hedged request's
+// Timeout. The attempts still running are cancelled.
+func (t *Timeline) end(l *loop, act loopAction, now time.Duration, running []bool, pol RetryPolicy) {
+	if t.Hedged {
+		t.Decider = act.i
+		t.cancelRest(now, running)
+	}
+	t.Stop, t.At = l.stop, now
+	if l.stop == StopBackoff {
+		t.NextWait, t.EndCause, t.Left = l.nextWait, l.endCause, l.left
+	}
+	rec := t.Attempts[act.i].Record
+	if act.kind == actTimeout {
+		rec = perTryTimeout
+	}
+	if rec.Outcome == OutcomeStatus {
+		t.Status = rec.Status
+		return
+	}
+	t.Reason = pol.Ending(rec).Reason
+	t.Status = t.Reason.Status(true)
 }
 
 // reply returns the backend's reply to attempt n.
@@ -226,13 +281,15 @@ func (p *ExplainParams) reply(n int) Reply {
 	return p.Replies[min(n, len(p.Replies))-1]
 }
 
-// run works out how the attempt ends, as Forwarder.attempt records it: a
-// reply that would come at or after the deadline is cut by it.
-func (a *ExplainedAttempt) run() {
-	if a.Reply.Kind == ReplySilent || a.Reply.After >= a.Window {
-		a.End = a.Start + a.Window
-		a.Record.Outcome, a.Record.Cause = OutcomeTimeout, a.Bound
-		if a.Bound == CauseFunctionLimit {
+// run works out how the attempt ends if nothing cancels it, as
+// Forwarder.attempt records it: a reply that would come at or after cut,
+// the deadline cause, is cut by it.
+func (a *ExplainedAttempt) run(cut time.Duration, cause Cause) {
+	a.Record = Attempt{}
+	if a.Reply.Kind == ReplySilent || a.Start+a.Reply.After >= cut {
+		a.End = cut
+		a.Record.Outcome, a.Record.Cause = OutcomeTimeout, cause
+		if cause == CauseFunctionLimit {
 			a.Record.Outcome = OutcomeFunctionLimit
 		}
 	} else {
@@ -257,17 +314,6 @@ func worstJitter() float64 { return 1 }
 // connection never left.
 func (a *ExplainedAttempt) ending() AttemptEnding {
 	return AttemptEnding{Record: a.Record, Refused: a.Reply.Kind == ReplyRefused}
-}
-
-// finish ends t after its last attempt a, which no attempt follows.
-func (t *Timeline) finish(pol RetryPolicy, a ExplainedAttempt) {
-	t.At = a.End
-	if a.Record.Outcome == OutcomeStatus {
-		t.Status = a.Record.Status
-		return
-	}
-	t.Reason = pol.Ending(a.Record).Reason
-	t.Status = t.Reason.Status(true)
 }
 
 // expired ends t because its time was over before attempt n could start.

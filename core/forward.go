@@ -169,61 +169,79 @@ func (f *Forwarder) Forward(ctx context.Context, req *Request) (*Result, error) 
 	if maxAttempts > 1 && hedgeable(req, pol) {
 		return f.forwardHedged(ctx, streamCtx, streamCancel, rt, req, path, hosts, pol)
 	}
+	return f.forwardSequential(ctx, streamCtx, streamCancel, rt, req, path, hosts, pol)
+}
+
+// forwardSequential is Forward for a request whose attempts run one after
+// the other, each in the caller's goroutine: it drives the attempt loop
+// (loop.go) with real attempts and a real backoff timer.
+func (f *Forwarder) forwardSequential(ctx, streamCtx context.Context, streamCancel context.CancelFunc, rt http.RoundTripper, req *Request, path target, hosts HostList, pol RetryPolicy) (*Result, error) {
+	route := req.Route
 	var attempts []Attempt
 	var throttle throttled
+	var ar *attemptResult
 	retrying := false // holds a RetryBudget slot
 	defer func() {
 		if retrying {
 			f.RetryBudget.release()
 		}
 	}()
-	for n := 1; ; n++ {
-		now := time.Now()
-		end, endCause := b.End()
-		if !now.Before(end) {
-			streamCancel()
-			return nil, f.expired(pol, endCause, attempts, n)
-		}
-		host := hosts[(n-1)%len(hosts)]
-		ar := f.attempt(streamCtx, rt, req, path, host, now, n, false)
-		if retrying {
-			f.RetryBudget.release()
-			retrying = false
-		}
-		if ar.authErr != nil {
-			streamCancel()
-			return nil, f.authFailed(ar.authErr, attempts)
-		}
-		f.recordHost(route, host, ar)
-		throttle.note(ar)
-		if attempts == nil {
-			// The first entry lives in its attemptResult: one allocation.
-			ar.first[0] = ar.record
-			attempts = ar.first[:1:1]
-		} else {
-			attempts = append(attempts, ar.record)
-		}
-		if ar.clientGone {
-			streamCancel()
-			ar.close()
-			f.Stats.countEnd(ReasonClientGone)
-			return nil, &Error{Reason: ReasonClientGone, Attempts: attempts, Err: context.Cause(ctx)}
-		}
-		stop := pol.Next(n, req.Method, req.ClientKey, ar.ending())
-		if stop == StopAnswered {
-			return f.deliver(ar, attempts, route, streamCancel), nil
-		}
-		// The attempt failed: try again if the rules and the budget allow.
-		var wait time.Duration
-		ok := stop == 0
-		if ok {
-			wait = pol.Wait(n, ar.retryAfter)
-			ok = pol.Fits(wait, time.Until(end))
-			if ok {
-				ok, retrying = f.retrySlot(ar.chosen())
+	l := newLoop(pol, req.Method, req.ClientKey, req.Budget, false)
+	now := time.Now()
+	act := l.begin(now)
+	for {
+		switch act.kind {
+		case actStart:
+			host := hosts[act.i%len(hosts)]
+			ar = f.attempt(streamCtx, rt, req, path, host, now, act.i+1, false)
+			if retrying {
+				f.RetryBudget.release()
+				retrying = false
 			}
-		}
-		if !ok {
+			if ar.authErr != nil {
+				streamCancel()
+				return nil, f.authFailed(ar.authErr, attempts)
+			}
+			f.recordHost(route, host, ar)
+			throttle.note(ar)
+			if attempts == nil {
+				// The first entry lives in its attemptResult: one allocation.
+				ar.first[0] = ar.record
+				attempts = ar.first[:1:1]
+			} else {
+				attempts = append(attempts, ar.record)
+			}
+			if ar.clientGone {
+				streamCancel()
+				ar.close()
+				f.Stats.countEnd(ReasonClientGone)
+				return nil, &Error{Reason: ReasonClientGone, Attempts: attempts, Err: context.Cause(ctx)}
+			}
+			now = time.Now()
+			act = l.ended(now, act.i, ar.ending(), ar.retryAfter)
+		case actSlot:
+			var ok bool
+			ok, retrying = f.takeSlot(act)
+			act = l.slot(now, ok)
+		case actWait:
+			ar.close() // a retry: the failed attempt is over
+			if act.wait > 0 {
+				f.observeBackoff(ctx, l.started, act.wait)
+				t := time.NewTimer(act.wait)
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+					t.Stop()
+					streamCancel()
+					f.Stats.countEnd(ReasonClientGone)
+					return nil, &Error{Reason: ReasonClientGone, Attempts: attempts, Err: context.Cause(ctx)}
+				}
+			}
+			now = time.Now()
+			act = l.waited(now)
+		case actAnswer:
+			return f.deliver(ar, attempts, route, streamCancel), nil
+		case actGiveUp:
 			if ar.resp != nil {
 				res := f.deliver(ar, attempts, route, streamCancel)
 				res.Throttled = throttle.after()
@@ -231,24 +249,26 @@ func (f *Forwarder) Forward(ctx context.Context, req *Request) (*Result, error) 
 			}
 			streamCancel()
 			return nil, f.failure(pol, ar.record, attempts)
-		}
-		ar.close()
-		if f.Stats != nil {
-			f.Stats.Retries.Add(1)
-		}
-		if wait > 0 {
-			f.observeBackoff(ctx, n, wait)
-			t := time.NewTimer(wait)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				streamCancel()
-				f.Stats.countEnd(ReasonClientGone)
-				return nil, &Error{Reason: ReasonClientGone, Attempts: attempts, Err: context.Cause(ctx)}
-			}
+		case actExpired:
+			streamCancel()
+			return nil, f.expired(pol, act.cause, attempts, act.i+1)
+		default: // actNone and actTimeout come only with attempts side by side (hedged)
+			panic("core: the sequential attempt loop got action " + strconv.Itoa(int(act.kind)))
 		}
 	}
+}
+
+// takeSlot answers the attempt loop's actSlot: whether the retry or the
+// hedge may start (retrySlot), counted in Stats when it may.
+func (f *Forwarder) takeSlot(act loopAction) (ok, held bool) {
+	ok, held = f.retrySlot(act.chosen)
+	if ok && f.Stats != nil {
+		f.Stats.Retries.Add(1)
+		if act.hedge {
+			f.Stats.Hedges.Add(1)
+		}
+	}
+	return ok, held
 }
 
 // observeBackoff reports to the Observer, if any, the wait d that starts

@@ -13,12 +13,9 @@ import (
 // still has time, the attempt is not cancelled; the next one starts beside
 // it, and the first acceptable answer wins. Every other attempt still
 // running is cancelled then, so its backend sees the connection closed.
-//
-// The request ends at the latest of these instants: an acceptable answer
-// from any attempt; the Timeout of the latest attempt when no attempt may
-// follow it (MaxAttempts reached, the retry budget spent, no time left),
-// which cancels those still running; or when nothing runs any more and
-// nothing may start. The TTL and the execution limit cut every attempt.
+// When the request ends is the attempt loop's to decide (loop.go); this file
+// drives it with attempts in goroutines and real timers. The TTL and the
+// execution limit cut every attempt.
 
 // OutcomeCancelled is the outcome of an attempt its caller cut: a hedged
 // attempt cancelled because another attempt of its request answered
@@ -70,33 +67,90 @@ type hedgeRun struct {
 	results      chan hedgeDone
 }
 
-// forwardHedged is Forward for a hedgeable request.
+// forwardHedged is Forward for a hedgeable request: it drives the attempt
+// loop (loop.go) with each attempt in its own goroutine, a timer for the
+// latest attempt's Timeout and one for the backoff waits.
 func (f *Forwarder) forwardHedged(ctx, streamCtx context.Context, streamCancel context.CancelFunc, rt http.RoundTripper, req *Request, path target, hosts HostList, pol RetryPolicy) (*Result, error) {
 	hreq := *req
 	hreq.Informational = nil // 1xx answers cannot be relayed from attempts side by side
 	h := &hedgeRun{f: f, rt: rt, req: &hreq, path: path, hosts: hosts, streamCtx: streamCtx, streamCancel: streamCancel,
 		pol: pol, results: make(chan hedgeDone, pol.MaxAttempts)}
 	defer h.release()
-	end, endCause := req.Budget.End()
-	if !time.Now().Before(end) {
-		streamCancel()
-		return nil, f.expired(pol, endCause, nil, 1)
-	}
-	perTry := time.NewTimer(req.Budget.Timeout)
-	defer perTry.Stop()
-	h.start(false, false)
-	var wait *time.Timer
-	var waitC <-chan time.Time
+	l := newLoop(pol, req.Method, req.ClientKey, req.Budget, true)
+	var perTry, wait *time.Timer // the latest attempt's Timeout, and the backoff
+	var perTryC, waitC <-chan time.Time
+	var armed time.Time // when perTry fires; zero: stopped
 	defer func() {
+		if perTry != nil {
+			perTry.Stop()
+		}
 		if wait != nil {
 			wait.Stop()
 		}
 	}()
-	latestDone := false // the latest attempt has ended, unanswered
-	waitHeld := false   // the retry waiting on waitC holds a RetryBudget slot
+	held := false // the attempt about to start holds a RetryBudget slot
+	defer func() {
+		if held {
+			f.RetryBudget.release()
+		}
+	}()
+	var last *attemptResult // the latest attempt's, once ended
+	now := time.Now()
+	act := l.begin(now)
 	for {
+		if act.timedOut {
+			f.Stats.countTimeout(CauseTimeout)
+		}
+		switch act.kind {
+		case actStart:
+			h.start(now, held, act.hedge)
+			held, last = false, nil
+		case actSlot:
+			var ok bool
+			ok, held = f.takeSlot(act)
+			act = l.slot(now, ok)
+			continue
+		case actWait:
+			last.close()
+			f.observeBackoff(ctx, l.started, act.wait)
+			wait = time.NewTimer(act.wait)
+			waitC = wait.C
+		case actAnswer:
+			if ar := h.slots[act.i].ar; ar != last {
+				last.close() // the latest attempt's failed answer, kept until now
+			}
+			h.cancelAll()
+			return f.deliver(h.slots[act.i].ar, h.records(-1), req.Route, streamCancel), nil
+		case actGiveUp:
+			return h.finish(h.slots[act.i].ar)
+		case actTimeout:
+			h.cancelAll()
+			streamCancel()
+			return nil, f.failure(pol, perTryTimeout, h.records(-1))
+		case actExpired:
+			h.cancelAll()
+			streamCancel()
+			return nil, f.expired(pol, act.cause, h.records(-1), act.i+1)
+		}
+		// Wait for the next event, the latest attempt's Timeout armed as
+		// the loop says.
+		if !l.due.Equal(armed) {
+			armed, perTryC = l.due, nil
+			switch {
+			case armed.IsZero():
+				perTry.Stop()
+			case perTry == nil:
+				perTry = time.NewTimer(armed.Sub(now))
+			default:
+				perTry.Reset(armed.Sub(now))
+			}
+			if !armed.IsZero() {
+				perTryC = perTry.C
+			}
+		}
 		select {
 		case d := <-h.results:
+			now = time.Now()
 			h.running--
 			s := h.slots[d.i]
 			s.ar, s.done = d.ar, true
@@ -111,84 +165,29 @@ func (f *Forwarder) forwardHedged(ctx, streamCtx context.Context, streamCancel c
 			if ar.clientGone {
 				return nil, h.clientGone(ctx, ar)
 			}
-			n := len(h.slots)
-			stop := pol.Next(n, req.Method, req.ClientKey, ar.ending())
-			if stop == StopAnswered {
-				h.cancelAll()
-				return f.deliver(ar, h.records(-1), req.Route, streamCancel), nil
+			act = l.ended(now, d.i, ar.ending(), ar.retryAfter)
+			if d.i == l.started-1 {
+				last = ar
+			} else if act.kind != actAnswer {
+				ar.close() // an older attempt's failure: the latest decides
 			}
-			latest := d.i == len(h.slots)-1
-			if !latest {
-				ar.close()
-				if h.running == 0 && latestDone && waitC == nil {
-					return h.finish(h.slots[len(h.slots)-1].ar)
-				}
-				continue
-			}
-			latestDone = true
-			var w time.Duration
-			if stop == 0 {
-				w = pol.Wait(n, ar.retryAfter)
-			}
-			if stop == 0 && pol.Fits(w, time.Until(end)) {
-				if ok, held := f.retrySlot(ar.chosen()); ok {
-					if f.Stats != nil {
-						f.Stats.Retries.Add(1)
-					}
-					ar.close()
-					perTry.Stop()
-					f.observeBackoff(ctx, n, w)
-					wait = time.NewTimer(w)
-					waitC = wait.C
-					waitHeld = held
-					continue
-				}
-			}
-			if h.running == 0 {
-				return h.finish(ar)
-			}
-			// Older attempts still run, until this one's Timeout.
 		case <-waitC:
 			waitC = nil
-			latestDone = false
-			h.start(waitHeld, false)
-			perTry.Reset(req.Budget.Timeout)
-		case <-perTry.C:
-			if latestDone {
-				h.cancelAll()
-				return h.finish(h.slots[len(h.slots)-1].ar)
-			}
-			if time.Until(end) <= 0 {
-				continue // the TTL or the execution limit cuts them all now
-			}
-			f.Stats.countTimeout(CauseTimeout)
-			if len(h.slots) < pol.MaxAttempts {
-				// The per-try Timeout fired: a client's shortened one
-				// holds no budget slot (retrySlot).
-				if ok, held := f.retrySlot(req.Budget.ClientTimeout); ok {
-					if f.Stats != nil {
-						f.Stats.Retries.Add(1)
-						f.Stats.Hedges.Add(1)
-					}
-					h.start(held, true)
-					perTry.Reset(req.Budget.Timeout)
-					continue
-				}
-			}
-			// No attempt may follow: the request ends with its Timeout.
-			h.cancelAll()
-			streamCancel()
-			return nil, f.failure(pol, Attempt{Outcome: OutcomeTimeout, Cause: CauseTimeout}, h.records(-1))
+			now = time.Now()
+			act = l.waited(now)
+		case <-perTryC:
+			perTryC, armed = nil, time.Time{}
+			now = time.Now()
+			act = l.timedOut(now)
 		case <-ctx.Done():
 			return nil, h.clientGone(ctx, nil)
 		}
 	}
 }
 
-// start starts the next attempt; retry says it holds a RetryBudget slot,
-// hedge that it runs beside a running attempt.
-func (h *hedgeRun) start(retry, hedge bool) {
-	now := time.Now()
+// start starts the next attempt at now; retry says it holds a RetryBudget
+// slot, hedge that it runs beside a running attempt.
+func (h *hedgeRun) start(now time.Time, retry, hedge bool) {
 	i := len(h.slots)
 	actx, cancel := context.WithCancelCause(h.streamCtx)
 	s := &hedgeSlot{host: h.hosts[i%len(h.hosts)], start: now, cancel: cancel, retrying: retry, hedge: hedge}

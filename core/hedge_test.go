@@ -333,3 +333,42 @@ func TestForwardReportsBackoff(t *testing.T) {
 		})
 	}
 }
+
+// TestForwardHedgedAnswerDuringRetryWait: the latest attempt fails and its
+// retry waits out its backoff when an older attempt answers. The request
+// ends with that answer, and the retry that never started gives its
+// RetryBudget slot back.
+func TestForwardHedgedAnswerDuringRetryWait(t *testing.T) {
+	type rep = struct {
+		after  time.Duration
+		status int
+	}
+	synctest.Test(t, func(t *testing.T) {
+		log := &backendLog{start: time.Now()}
+		sc := script{"a": rep{1500 * time.Millisecond, 200}, "b": rep{100 * time.Millisecond, 503}}
+		budget := NewRetryBudget(100, 10)
+		f := &Forwarder{Transport: &stubRT{fn: sc.rt(log)}, RetryBudget: budget, BackoffBase: 500 * time.Millisecond, Jitter: worstJitter}
+		route := &Route{Prefix: "/", Hosts: testutil.Hosts(t, "a", "b", "c"), MaxAttempts: 3, HedgeOnPerTryTimeout: true}
+		now := time.Now()
+		req := &Request{Method: "GET", Path: "/x", Header: http.Header{}, Route: route,
+			Budget: Budget{Arrival: now, TTL: now.Add(10 * time.Second), Timeout: time.Second}}
+		res, err := f.Forward(context.Background(), req)
+		if err != nil {
+			t.Fatalf("Forward: %v", err)
+		}
+		res.Response.Body.Close()
+		if got, want := res.Response.StatusCode, 200; got != want {
+			t.Errorf("status = %d; want %d", got, want)
+		}
+		if got, want := time.Since(now), 1500*time.Millisecond; got != want {
+			t.Errorf("elapsed = %v; want %v (a's answer, during the 1s wait after b)", got, want)
+		}
+		synctest.Wait()
+		if got, want := log.String(), "a start 0s|b start 1s|b answer 1.1s|a answer 1.5s"; got != want {
+			t.Errorf("backend events = %s\n want %s", got, want)
+		}
+		if _, r := budget.InFlight(); r != 0 {
+			t.Errorf("retries in flight after the request = %d; want 0", r)
+		}
+	})
+}
