@@ -101,9 +101,9 @@ var ErrInvalidTTL = errors.New("want seconds (300 or 2.5), +<unix seconds>, or a
 // ErrInvalidTimeout is returned by ParseTimeout for a value it cannot read.
 var ErrInvalidTimeout = errors.New("want a positive number of milliseconds, such as 5000")
 
-// errBeyondCap is parseDecimalSeconds's error for a value beyond
-// maxSeconds, the ten-year cap on every duration.
-var errBeyondCap = errors.New("beyond the ten-year cap")
+// ErrBeyondCap is ParseDecimalSeconds's error for a value beyond
+// MaxSeconds, the ten-year cap on every duration.
+var ErrBeyondCap = errors.New("beyond the ten-year cap")
 
 // capError is a value refused only because it is beyond the ten-year cap
 // on durations: its message names the cap, and it Is its kind
@@ -118,12 +118,12 @@ func (e *capError) Is(target error) bool { return target == e.kind }
 
 // errTTLBeyondCap and errTimeoutBeyondCap are ParseTTL's and
 // ParseTimeout's errors for a value that reads well but is beyond its cap:
-// ten years for S7PTTL, maxSeconds milliseconds for S7PTimeout.
+// ten years for S7PTTL, MaxSeconds milliseconds for S7PTimeout.
 var (
 	errTTLBeyondCap = &capError{kind: ErrInvalidTTL,
-		msg: fmt.Sprintf("more than ten years (%d s) after arrival; want at most that: the longest TTL the gateway accepts", maxSeconds)}
+		msg: fmt.Sprintf("more than ten years (%d s) after arrival; want at most that: the longest TTL the gateway accepts", MaxSeconds)}
 	errTimeoutBeyondCap = &capError{kind: ErrInvalidTimeout,
-		msg: fmt.Sprintf("more than %d ms; want at most that: the longest timeout the gateway accepts", maxSeconds)}
+		msg: fmt.Sprintf("more than %d ms; want at most that: the longest timeout the gateway accepts", MaxSeconds)}
 )
 
 // ParseTTL reads an S7PTTL header value and returns the request's deadline
@@ -143,7 +143,7 @@ func ParseTTL(v string, arrival time.Time) (time.Time, error) {
 		if err != nil {
 			return time.Time{}, ErrInvalidTTL
 		}
-		if t.Sub(arrival) > maxSeconds*time.Second {
+		if t.Sub(arrival) > MaxSeconds*time.Second {
 			return time.Time{}, errTTLBeyondCap
 		}
 		return t, nil
@@ -152,8 +152,8 @@ func ParseTTL(v string, arrival time.Time) (time.Time, error) {
 		if len(v) >= 10 && strings.ContainsAny(v, "T:") {
 			return parseISO(v, arrival)
 		}
-		secs, err := parseDecimalSeconds(v)
-		if errors.Is(err, errBeyondCap) {
+		secs, err := ParseDecimalSeconds(v)
+		if errors.Is(err, ErrBeyondCap) {
 			return time.Time{}, errTTLBeyondCap
 		}
 		if err != nil {
@@ -169,7 +169,7 @@ func parseISO(v string, arrival time.Time) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, ErrInvalidTTL
 	}
-	if t.Sub(arrival) > maxSeconds*time.Second {
+	if t.Sub(arrival) > MaxSeconds*time.Second {
 		return time.Time{}, errTTLBeyondCap
 	}
 	return t, nil
@@ -197,10 +197,10 @@ func parseUnix(v string) (time.Time, error) {
 	return time.Unix(sec, nsec), nil
 }
 
-// parseDecimalSeconds reads [-]digits[.digits] as a duration, rejecting
-// exponents, infinities and anything beyond ±maxSeconds (the magnitude of a
+// ParseDecimalSeconds reads [-]digits[.digits] as a duration, rejecting
+// exponents, infinities and anything beyond ±MaxSeconds (the magnitude of a
 // negative value is irrelevant, so it is clamped rather than refused).
-func parseDecimalSeconds(v string) (time.Duration, error) {
+func ParseDecimalSeconds(v string) (time.Duration, error) {
 	s := v
 	neg := false
 	if strings.HasPrefix(s, "-") {
@@ -227,18 +227,18 @@ func parseDecimalSeconds(v string) (time.Duration, error) {
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
 		if neg {
-			return -maxSeconds * time.Second, nil
+			return -MaxSeconds * time.Second, nil
 		}
 		if err != nil && errors.Is(err, strconv.ErrRange) || math.IsInf(f, 0) {
-			return 0, errBeyondCap // digits only: a number too large to hold
+			return 0, ErrBeyondCap // digits only: a number too large to hold
 		}
 		return 0, ErrInvalidTTL
 	}
-	if f > maxSeconds {
+	if f > MaxSeconds {
 		if neg {
-			return -maxSeconds * time.Second, nil
+			return -MaxSeconds * time.Second, nil
 		}
-		return 0, errBeyondCap
+		return 0, ErrBeyondCap
 	}
 	d := time.Duration(math.Round(f * float64(time.Second)))
 	if neg {
@@ -254,8 +254,8 @@ func ParseTimeout(v string) (time.Duration, error) {
 	if v == "" || v[0] == '-' || v[0] == '+' {
 		return 0, ErrInvalidTimeout
 	}
-	d, err := parseDecimalSeconds(v)
-	if errors.Is(err, errBeyondCap) {
+	d, err := ParseDecimalSeconds(v)
+	if errors.Is(err, ErrBeyondCap) {
 		return 0, errTimeoutBeyondCap
 	}
 	if err != nil {

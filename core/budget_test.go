@@ -27,7 +27,7 @@ func TestParseTTL(t *testing.T) {
 		{"iso fraction", "2026-11-30T12:00:01.5Z", t0.Add(1500 * time.Millisecond), false},
 		{"zero is expired", "0", t0, false},
 		{"negative is expired", "-5", t0.Add(-5 * time.Second), false},
-		{"huge negative is expired", "-99999999999999999999", t0.Add(-maxSeconds * time.Second), false},
+		{"huge negative is expired", "-99999999999999999999", t0.Add(-MaxSeconds * time.Second), false},
 		{"past iso is expired", "2024-12-31T23:59:59Z", time.Date(2024, 12, 31, 23, 59, 59, 0, time.UTC), false},
 		{"empty", "", time.Time{}, true},
 		{"blank", "   ", time.Time{}, true},
@@ -240,7 +240,7 @@ func FuzzParseTTL(f *testing.F) {
 		}
 		// A readable TTL is never further than ten years away, so adding
 		// it to a clock cannot overflow.
-		if got.Sub(t0) > maxSeconds*time.Second {
+		if got.Sub(t0) > MaxSeconds*time.Second {
 			t.Fatalf("ParseTTL(%q) = %v: beyond the ten-year bound", s, got)
 		}
 		// Round trip: relative seconds written back parse to the same
@@ -266,7 +266,7 @@ func FuzzParseTimeout(f *testing.F) {
 			}
 			return
 		}
-		if d <= 0 || d > maxSeconds*time.Second {
+		if d <= 0 || d > MaxSeconds*time.Second {
 			t.Fatalf("ParseTimeout(%q) = %v: out of range", s, d)
 		}
 	})

@@ -84,8 +84,8 @@ func ParseGRPCTimeout(v string) (time.Duration, error) {
 	}
 	// 99999999 hours overflows nothing in int64 nanoseconds only up to
 	// about 2.5 million hours: cap at ten years first.
-	if n > int64(maxSeconds*time.Second/u) {
-		return maxSeconds * time.Second, nil
+	if n > int64(MaxSeconds*time.Second/u) {
+		return MaxSeconds * time.Second, nil
 	}
 	return time.Duration(n) * u, nil
 }
@@ -101,8 +101,8 @@ func parseEnvoyTimeout(v string) (time.Duration, error) {
 	if err != nil {
 		return 0, ErrInvalidCallerTimeout
 	}
-	if n > maxSeconds*1000 {
-		return maxSeconds * time.Second, nil
+	if n > MaxSeconds*1000 {
+		return MaxSeconds * time.Second, nil
 	}
 	return time.Duration(n) * time.Millisecond, nil
 }

@@ -19,7 +19,7 @@ func TestCallerDeadline(t *testing.T) {
 		{"grpc 250m", http.Header{"Grpc-Timeout": {"250m"}}, 250 * time.Millisecond, "grpc-timeout", false},
 		{"grpc 2S", http.Header{"Grpc-Timeout": {"2S"}}, 2 * time.Second, "grpc-timeout", false},
 		{"grpc 1H", http.Header{"Grpc-Timeout": {"1H"}}, time.Hour, "grpc-timeout", false},
-		{"grpc huge capped", http.Header{"Grpc-Timeout": {"99999999H"}}, maxSeconds * time.Second, "grpc-timeout", false},
+		{"grpc huge capped", http.Header{"Grpc-Timeout": {"99999999H"}}, MaxSeconds * time.Second, "grpc-timeout", false},
 		{"envoy", http.Header{"X-Envoy-Expected-Rq-Timeout-Ms": {"1500"}}, 1500 * time.Millisecond, "x-envoy-expected-rq-timeout-ms", false},
 		{"earliest wins", http.Header{"Grpc-Timeout": {"3S"}, "X-Envoy-Expected-Rq-Timeout-Ms": {"1000"}}, time.Second, "x-envoy-expected-rq-timeout-ms", false},
 		{"grpc no unit", http.Header{"Grpc-Timeout": {"250"}}, 0, "grpc-timeout", true},
@@ -60,10 +60,10 @@ func FuzzParseGRPCTimeout(f *testing.F) {
 	}
 	f.Add("", int64(1500*time.Millisecond))
 	f.Fuzz(func(t *testing.T, v string, d int64) {
-		if got, err := ParseGRPCTimeout(v); err == nil && (got < 0 || got > maxSeconds*time.Second) {
+		if got, err := ParseGRPCTimeout(v); err == nil && (got < 0 || got > MaxSeconds*time.Second) {
 			t.Fatalf("ParseGRPCTimeout(%q) = %v; want within [0, ten years]", v, got)
 		}
-		if d <= 0 || d > int64(maxSeconds*time.Second) {
+		if d <= 0 || d > int64(MaxSeconds*time.Second) {
 			return
 		}
 		w := GRPCTimeout(time.Duration(d))

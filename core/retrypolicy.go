@@ -174,7 +174,7 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 		return 0
 	}
 	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n <= 0 || n > maxSeconds {
+		if n <= 0 || n > MaxSeconds {
 			return 0
 		}
 		return time.Duration(n) * time.Second

@@ -30,6 +30,7 @@ import (
 
 	"fngateway/core"
 	"fngateway/core/async"
+	"fngateway/internal/settings"
 )
 
 // APIGatewayLimit is API Gateway's integration timeout: an HTTP API stops
@@ -37,17 +38,17 @@ import (
 const APIGatewayLimit = 30 * time.Second
 
 // Caps returns what the Lambda host can do when its Function URL answers
-// buffered (CapsFor(core.InvokeBuffered)).
-func Caps() core.HostCaps { return CapsFor(core.InvokeBuffered) }
+// buffered (CapsFor(settings.InvokeBuffered)).
+func Caps() core.HostCaps { return CapsFor(settings.InvokeBuffered) }
 
 // CapsFor returns what the Lambda host can do with a Function URL in the
 // given invoke mode: nothing after the answer, no connection upgrades, and
 // answers no larger than the mode allows (BufferedResponse,
 // StreamedResponse). API Gateway events are answered buffered in either
 // mode; the handler sets their limit on each request.
-func CapsFor(mode core.InvokeMode) core.HostCaps {
+func CapsFor(mode settings.InvokeMode) core.HostCaps {
 	c := core.HostCaps{Name: "lambda", WorkAfterAnswer: false, Upgrade: false, Response: BufferedResponse}
-	if mode == core.InvokeResponseStream {
+	if mode == settings.InvokeResponseStream {
 		c.Response = StreamedResponse
 	}
 	return c
@@ -92,7 +93,7 @@ type Handler struct {
 	Continuations Continuer
 	// InvokeMode is the Function URL's invoke mode; the zero value is
 	// BUFFERED. API Gateway events are always answered buffered.
-	InvokeMode core.InvokeMode
+	InvokeMode settings.InvokeMode
 	// Limit, if positive, shortens every invocation to at most this long
 	// (FunctionTimeoutSecs set below the function's own timeout).
 	Limit time.Duration
