@@ -59,11 +59,11 @@ func CapsFor(mode settings.InvokeMode) core.HostCaps {
 // Developer Guide, "Invoking a response streaming enabled function using
 // Lambda function URLs"; "Lambda quotas": 6 MB each for request and
 // response, synchronous). The payload is the JSON response document, the
-// body in it a JSON string or base64 as core.PayloadMeter.Base64 chooses
+// body in it a JSON string or base64 as payloadMeter.Base64 chooses
 // (newPayload); Lambda refuses a larger one (413 from the Runtime API, and
 // the client gets a bare 502). 6 MiB, the smaller
 // reading of "6 MB" that Lambda's own error message states (6291556 bytes).
-var BufferedResponse = core.ResponseLimit{MaxBytes: 6 << 20, Whole: true, Form: core.PayloadJSON}
+var BufferedResponse = core.ResponseLimit{MaxBytes: 6 << 20, Whole: true, Form: jsonPayload{}}
 
 // StreamedResponse is the limit of a streamed answer (Function URL
 // RESPONSE_STREAM): "The maximum response payload size is 200 MB" (same
@@ -71,7 +71,7 @@ var BufferedResponse = core.ResponseLimit{MaxBytes: 6 << 20, Whole: true, Form: 
 // now supports 200 MB response payloads", AWS What's New). The body
 // streams as it is; 200,000,000 bytes, the smaller reading, leaves room
 // for the prelude of status and headers.
-var StreamedResponse = core.ResponseLimit{MaxBytes: 200_000_000, Whole: false, Form: core.PayloadBytes}
+var StreamedResponse = core.ResponseLimit{MaxBytes: 200_000_000, Whole: false}
 
 // Continuer runs one continuation message. *async.Async is one: Process
 // returns nil when the message is done with, an error wrapping
