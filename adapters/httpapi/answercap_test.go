@@ -218,3 +218,20 @@ func TestAnswerCapPerRequest(t *testing.T) {
 		t.Errorf("status %d %q, want 502 ResponseTooLarge", w.Code, w.Header().Get("X-Gateway-Error"))
 	}
 }
+
+// TestAnswerCapBodyBytes: under a limit without a Form (a Lambda response
+// stream) an answer costs its body's bytes alone, its headers not counted
+// (moved from core's TestPayloadMeterHead with the bytes form).
+func TestAnswerCapBodyBytes(t *testing.T) {
+	w := httptest.NewRecorder()
+	w.Header().Set("Content-Type", "text/plain")
+	w.Header()["Set-Cookie"] = []string{"a=1", "b=2"}
+	c := newAnswerCap(w, core.ResponseLimit{MaxBytes: 1000})
+	if got := c.meter.Cost(); got != 0 {
+		t.Errorf("an empty answer costs %d; want 0, headers not counted", got)
+	}
+	c.meter.Write([]byte("hello"))
+	if got, least := c.meter.Cost(), c.meter.Least(3); got != 5 || least != 8 {
+		t.Errorf("5 bytes cost %d, at least %d with 3 more; want 5 and 8", got, least)
+	}
+}
