@@ -588,25 +588,9 @@ func RemoveHopHeaders(h http.Header) {
 // removeConnectionNamed deletes from h the headers named by the values of
 // a Connection header.
 func removeConnectionNamed(h http.Header, connection []string) {
-	for _, f := range connection {
-		for sf := range strings.SplitSeq(f, ",") {
-			if sf = http.CanonicalHeaderKey(strings.TrimSpace(sf)); sf != "" {
-				h.Del(sf)
-			}
-		}
+	for n := range ConnectionNames(connection) {
+		h.Del(n)
 	}
-}
-
-// isHopHeader reports whether the canonical key k is a hop-by-hop header,
-// dropped in both directions (RFC 9110 §7.6.1). This is the one list of
-// them.
-func isHopHeader(k string) bool {
-	switch k {
-	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
-		"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade":
-		return true
-	}
-	return false
 }
 
 // buildOutgoing makes one attempt's request to host; path is req.Path

@@ -1,5 +1,45 @@
 package core
 
+import (
+	"iter"
+	"net/http"
+	"strings"
+)
+
+// hopHeaders are the hop-by-hop headers, canonical, dropped in both
+// directions (RFC 9110 §7.6.1): the one list of them (isHopHeader, and the
+// trailer fields that never pass).
+var hopHeaders = [...]string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+// isHopHeader reports whether the canonical key k is a hop-by-hop header
+// (hopHeaders).
+func isHopHeader(k string) bool {
+	for _, h := range hopHeaders {
+		if k == h {
+			return true
+		}
+	}
+	return false
+}
+
+// ConnectionNames yields the names a Connection header's values list
+// (RFC 9110 §7.6.1: comma-separated connection options), trimmed and
+// canonicalised, empty elements skipped: the one reading of them (the
+// headers RemoveHopHeaders drops with it, the trailer fields that never
+// pass, whether a request asks for an upgrade).
+func ConnectionNames(values []string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for _, v := range values {
+			for n := range strings.SplitSeq(v, ",") {
+				if n = http.CanonicalHeaderKey(strings.TrimSpace(n)); n != "" && !yield(n) {
+					return
+				}
+			}
+		}
+	}
+}
+
 // HeaderKey is a header name as every deny-list of the gateway compares it:
 // lower case, with '_' read as '-'. Servers disagree on what one name is:
 // net/http keeps X_Ms_Client_Principal_Id apart from

@@ -173,3 +173,51 @@ func FuzzPopPlatformHop(f *testing.F) {
 		}
 	})
 }
+
+// TestConnectionNames: a Connection header's options are read one way
+// everywhere: comma-separated, trimmed, canonical, empty ones skipped.
+func TestConnectionNames(t *testing.T) {
+	for _, tt := range []struct {
+		in   []string
+		want string
+	}{
+		{nil, ""},
+		{[]string{"close"}, "Close"},
+		{[]string{" keep-alive , x-secret", "upgrade"}, "Keep-Alive,X-Secret,Upgrade"},
+		{[]string{",, ,", ""}, ""},
+		{[]string{"x_y,X-Y"}, "X_y,X-Y"},
+	} {
+		if got := strings.Join(slices.Collect(ConnectionNames(tt.in)), ","); got != tt.want {
+			t.Errorf("ConnectionNames(%q) = %q; want %q", tt.in, got, tt.want)
+		}
+	}
+	for range ConnectionNames([]string{"a,b", "c"}) {
+		break // a stop is honoured (a yield after it panics)
+	}
+}
+
+// FuzzConnectionNames: every name yielded is a non-empty, trimmed,
+// canonical element of the values split at commas, in order.
+func FuzzConnectionNames(f *testing.F) {
+	f.Add("close", "keep-alive, X-Secret")
+	f.Add(",,", " upgrade ")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		var want []string
+		for _, v := range []string{a, b} {
+			for _, p := range strings.Split(v, ",") {
+				if n := http.CanonicalHeaderKey(strings.TrimSpace(p)); n != "" {
+					want = append(want, n)
+				}
+			}
+		}
+		got := slices.Collect(ConnectionNames([]string{a, b}))
+		if !slices.Equal(got, want) {
+			t.Fatalf("ConnectionNames(%q, %q) = %q; want %q", a, b, got, want)
+		}
+		for _, n := range got {
+			if n == "" || n != strings.TrimSpace(n) || strings.Contains(n, ",") {
+				t.Fatalf("yielded %q", n)
+			}
+		}
+	})
+}

@@ -281,11 +281,9 @@ func upgradeType(h http.Header) string {
 	if up == "" {
 		return ""
 	}
-	for _, v := range h["Connection"] {
-		for tok := range strings.SplitSeq(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(tok), "upgrade") {
-				return up
-			}
+	for tok := range core.ConnectionNames(h["Connection"]) {
+		if strings.EqualFold(tok, "upgrade") {
+			return up
 		}
 	}
 	return ""
