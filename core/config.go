@@ -90,7 +90,7 @@ func parseLabeledHost(s string) (*url.URL, error) {
 func (h HostList) String() string {
 	s := make([]string, len(h))
 	for i, u := range h {
-		s[i] = BaseURLOf(u)
+		s[i] = baseURLOf(u)
 		if u.Fragment != "" {
 			s[i] = u.Fragment + "=" + s[i]
 		}
@@ -135,9 +135,9 @@ type Route struct {
 	HedgeOnPerTryTimeout bool
 	// EjectAfterFailures is the count of consecutive connection failures
 	// or timeouts that ejects a host (see Ejector); zero means the
-	// default, DefaultEjectAfterFailures, and a negative value never
+	// default, defaultEjectAfterFailures, and a negative value never
 	// ejects. EjectFor is the first ejection's length; zero means
-	// DefaultEjectFor.
+	// defaultEjectFor.
 	EjectAfterFailures int
 	EjectFor           time.Duration
 	// Auth, if set, is the backend credential every attempt carries
@@ -488,10 +488,10 @@ func effectiveRoute(routes []Route, def Route, path string) *Route {
 		eff.RetryOn = def.RetryOn
 	}
 	if eff.EjectAfterFailures == 0 {
-		eff.EjectAfterFailures = DefaultEjectAfterFailures
+		eff.EjectAfterFailures = defaultEjectAfterFailures
 	}
 	if eff.EjectFor == 0 {
-		eff.EjectFor = DefaultEjectFor
+		eff.EjectFor = defaultEjectFor
 	}
 	return &eff
 }

@@ -38,17 +38,17 @@ var SigV4QueryParams = []string{"X-Amz-Algorithm", "X-Amz-Credential", "X-Amz-Da
 // (docs/security.md, "What callers' credentials become").
 // A plain value, safe to share.
 type Credentials struct {
-	// Names are header names removed in every spelling (HeaderIs).
+	// Names are header names removed in every spelling (headerIs).
 	Names []string
 	// Prefixes are header-name prefixes removed in every spelling
-	// (HeaderHasPrefix).
+	// (headerHasPrefix).
 	Prefixes []string
 	// Verified are header-name prefixes the platform itself sets on a
 	// request it authenticated, having removed what a client sent under
 	// them: their dashed spelling is kept, and any spelling with '_',
 	// which the platform neither sets nor removes, is removed.
 	Verified []string
-	// Query are query parameters removed (DropQueryParams).
+	// Query are query parameters removed (dropQueryParams).
 	Query []string
 }
 
@@ -63,7 +63,7 @@ func (c Credentials) Strip(r *http.Request) {
 	if len(c.Query) == 0 || r.URL == nil {
 		return
 	}
-	q := DropQueryParams(r.URL.RawQuery, c.Query...)
+	q := dropQueryParams(r.URL.RawQuery, c.Query...)
 	if q == r.URL.RawQuery {
 		return
 	}
@@ -76,7 +76,7 @@ func (c Credentials) Strip(r *http.Request) {
 	}
 }
 
-// DropQueryParams returns rawQuery without the parameters whose name, once
+// dropQueryParams returns rawQuery without the parameters whose name, once
 // unescaped, equals one of names (ASCII case-insensitively, as the
 // Functions host reads `code`); every other parameter is kept exactly as
 // written, in order. Parameters are split at '&' and at ';', which some
@@ -85,7 +85,7 @@ func (c Credentials) Strip(r *http.Request) {
 // after a ';' is dropped too, whoever reads the query. A kept parameter
 // keeps the separator before it. A parameter whose name cannot be
 // unescaped is kept.
-func DropQueryParams(rawQuery string, names ...string) string {
+func dropQueryParams(rawQuery string, names ...string) string {
 	if rawQuery == "" {
 		return rawQuery
 	}

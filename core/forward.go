@@ -410,7 +410,7 @@ func (f *Forwarder) deliver(ar *attemptResult, attempts []Attempt, route *Route,
 	ar.resp = nil
 	if rwc, ok := resp.Body.(io.ReadWriteCloser); ok && resp.StatusCode == http.StatusSwitchingProtocols {
 		resp.Body = &upgradeBody{ReadWriteCloser: rwc, cancel: ar.cancel, streamCancel: streamCancel}
-		return &Result{Response: resp, Attempts: attempts, Backend: route.HostLabel(ar.host), BackendURL: BaseURLOf(ar.host)}
+		return &Result{Response: resp, Attempts: attempts, Backend: route.HostLabel(ar.host), BackendURL: baseURLOf(ar.host)}
 	}
 	// The Result and its body stream are allocated together.
 	d := &struct {
@@ -422,7 +422,7 @@ func (f *Forwarder) deliver(ar *attemptResult, attempts []Attempt, route *Route,
 	sb.held = ar.held
 	sb.left, sb.limited = route.FirstByteTimeout, route.FirstByteTimeout > 0
 	resp.Body = sb
-	d.res = Result{Response: resp, Attempts: attempts, Backend: route.HostLabel(ar.host), BackendURL: BaseURLOf(ar.host)}
+	d.res = Result{Response: resp, Attempts: attempts, Backend: route.HostLabel(ar.host), BackendURL: baseURLOf(ar.host)}
 	return &d.res
 }
 
@@ -661,7 +661,7 @@ func (o *outgoing) build(ctx context.Context, req *Request, path target, host *u
 	if _, ok := h["X-Forwarded-Host"]; !ok && req.Host != "" {
 		set("X-Forwarded-Host", req.Host)
 	}
-	set("Via", AddVia(h["Via"]))
+	set("Via", addVia(h["Via"]))
 	if req.IdempotencyKey != "" {
 		set("Idempotency-Key", req.IdempotencyKey)
 	}
@@ -670,7 +670,7 @@ func (o *outgoing) build(ctx context.Context, req *Request, path target, host *u
 	}
 	set("X-Envoy-Expected-Rq-Timeout-Ms", strconv.FormatInt(max(window.Milliseconds(), 1), 10))
 	if ct := h.Get("Content-Type"); strings.HasPrefix(ct, "application/grpc") {
-		h["Grpc-Timeout"] = []string{GRPCTimeout(window)}
+		h["Grpc-Timeout"] = []string{grpcTimeout(window)}
 	}
 	o.url = joinURL(host, path.escaped, path.decoded, req.RawQuery)
 	u := &o.url
@@ -714,9 +714,9 @@ func (o *outgoing) build(ctx context.Context, req *Request, path target, host *u
 	return out
 }
 
-// GRPCTimeout formats d in gRPC's grpc-timeout syntax: at most eight
+// grpcTimeout formats d in gRPC's grpc-timeout syntax: at most eight
 // digits and a unit.
-func GRPCTimeout(d time.Duration) string {
+func grpcTimeout(d time.Duration) string {
 	if d <= 0 {
 		return "1n"
 	}

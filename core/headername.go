@@ -67,15 +67,15 @@ func HeaderKey(k string) string {
 	return string(b)
 }
 
-// HeaderIs reports whether the header names k and name are one name as
+// headerIs reports whether the header names k and name are one name as
 // HeaderKey reads them, without allocating.
-func HeaderIs(k, name string) bool {
-	return len(k) == len(name) && HeaderHasPrefix(k, name)
+func headerIs(k, name string) bool {
+	return len(k) == len(name) && headerHasPrefix(k, name)
 }
 
-// HeaderHasPrefix reports whether the header name k starts with prefix as
+// headerHasPrefix reports whether the header name k starts with prefix as
 // HeaderKey reads them, without allocating.
-func HeaderHasPrefix(k, prefix string) bool {
+func headerHasPrefix(k, prefix string) bool {
 	if len(k) < len(prefix) {
 		return false
 	}
@@ -102,12 +102,12 @@ func headerByte(c byte) byte {
 // prefixes, in any spelling.
 func headerIn(k string, names, prefixes []string) bool {
 	for _, n := range names {
-		if HeaderIs(k, n) {
+		if headerIs(k, n) {
 			return true
 		}
 	}
 	for _, p := range prefixes {
-		if HeaderHasPrefix(k, p) {
+		if headerHasPrefix(k, p) {
 			return true
 		}
 	}

@@ -16,11 +16,11 @@ func FuzzHeaderIs(f *testing.F) {
 	f.Add("x-functions-key", "X-Functions-Key")
 	f.Add("X-Amz-Date_", "x_amz_date")
 	f.Fuzz(func(t *testing.T, k, name string) {
-		if got, want := HeaderIs(k, name), HeaderKey(k) == HeaderKey(name); got != want {
-			t.Fatalf("HeaderIs(%q, %q) = %v; HeaderKey says %v", k, name, got, want)
+		if got, want := headerIs(k, name), HeaderKey(k) == HeaderKey(name); got != want {
+			t.Fatalf("headerIs(%q, %q) = %v; HeaderKey says %v", k, name, got, want)
 		}
-		if got, want := HeaderHasPrefix(k, name), strings.HasPrefix(HeaderKey(k), HeaderKey(name)); got != want {
-			t.Fatalf("HeaderHasPrefix(%q, %q) = %v; HeaderKey says %v", k, name, got, want)
+		if got, want := headerHasPrefix(k, name), strings.HasPrefix(HeaderKey(k), HeaderKey(name)); got != want {
+			t.Fatalf("headerHasPrefix(%q, %q) = %v; HeaderKey says %v", k, name, got, want)
 		}
 	})
 }

@@ -75,7 +75,7 @@ func passTrailer(route *Route, k string, connection []string) bool {
 		}
 	}
 	for n := range ConnectionNames(connection) {
-		if HeaderIs(k, n) {
+		if headerIs(k, n) {
 			return false
 		}
 	}
