@@ -36,8 +36,8 @@ func ClockStart(accepted, arrival time.Time) time.Time {
 	return accepted
 }
 
-// ErrInvalidRequestStart is wrapped by ParseRequestStart's errors.
-var ErrInvalidRequestStart = errors.New("want t=<microseconds since the Unix epoch>")
+// errInvalidRequestStart is wrapped by ParseRequestStart's errors.
+var errInvalidRequestStart = errors.New("want t=<microseconds since the Unix epoch>")
 
 // ParseRequestStart reads an X-Request-Start header as load balancers and
 // APM tools write it: "t=<microseconds since the Unix epoch>". The "t="
@@ -48,18 +48,18 @@ func ParseRequestStart(v string) (time.Time, error) {
 	v = strings.TrimSpace(v)
 	v = strings.TrimPrefix(v, "t=")
 	if v == "" || len(v) > 32 {
-		return time.Time{}, ErrInvalidRequestStart
+		return time.Time{}, errInvalidRequestStart
 	}
 	if strings.IndexByte(v, '.') >= 0 {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || !(f > 0) || f > 1e11 { // seconds, with a fraction
-			return time.Time{}, ErrInvalidRequestStart
+			return time.Time{}, errInvalidRequestStart
 		}
 		return time.UnixMicro(int64(f * 1e6)), nil
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n <= 0 {
-		return time.Time{}, ErrInvalidRequestStart
+		return time.Time{}, errInvalidRequestStart
 	}
 	switch {
 	case n >= 1e17:

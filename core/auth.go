@@ -22,9 +22,9 @@ type Authorizer interface {
 	Authorize(ctx context.Context, r *http.Request, body []byte, streamed bool) error
 }
 
-// ErrBackendAuth is the cause of a request ended with
+// errBackendAuth is the cause of a request ended with
 // ReasonBackendAuthFailed: its route's credential could not be had.
-var ErrBackendAuth = errors.New("backend credential unavailable")
+var errBackendAuth = errors.New("backend credential unavailable")
 
 // authorize applies the route's Authorizer to out, the attempt's request.
 func (f *Forwarder) authorize(ctx context.Context, req *Request, out *http.Request) error {
@@ -34,13 +34,13 @@ func (f *Forwarder) authorize(ctx context.Context, req *Request, out *http.Reque
 	}
 	z := f.Authorizers[*a]
 	if z == nil {
-		return fmt.Errorf("%w: no authorizer for auth type %q", ErrBackendAuth, a.Type)
+		return fmt.Errorf("%w: no authorizer for auth type %q", errBackendAuth, a.Type)
 	}
 	if err := z.Authorize(ctx, out, req.Body, req.BodyStream != nil); err != nil {
 		if c := context.Cause(ctx); c != nil && ctx.Err() != nil {
-			return fmt.Errorf("%w: %s auth: %v (%v)", ErrBackendAuth, a.Type, err, c)
+			return fmt.Errorf("%w: %s auth: %v (%v)", errBackendAuth, a.Type, err, c)
 		}
-		return fmt.Errorf("%w: %s auth: %v", ErrBackendAuth, a.Type, err)
+		return fmt.Errorf("%w: %s auth: %v", errBackendAuth, a.Type, err)
 	}
 	return nil
 }

@@ -248,8 +248,8 @@ func validLabel(s string) bool {
 	return true
 }
 
-// BaseURLOf returns host's base URL as configured, without its label.
-func BaseURLOf(host *url.URL) string {
+// baseURLOf returns host's base URL as configured, without its label.
+func baseURLOf(host *url.URL) string {
 	u := *host
 	u.Fragment = ""
 	return u.String()

@@ -225,8 +225,8 @@ func TestHostLabels(t *testing.T) {
 			t.Errorf("HostLabel(%d) = %q; want %q", i, got, want)
 		}
 	}
-	if got, want := BaseURLOf(hl[0]), "http://a:1/x"; got != want {
-		t.Errorf("BaseURLOf = %q; want %q", got, want)
+	if got, want := baseURLOf(hl[0]), "http://a:1/x"; got != want {
+		t.Errorf("baseURLOf = %q; want %q", got, want)
 	}
 	if got, want := hl.String(), "primary=http://a:1/x,http://b:2,eu-west.2=https://c"; got != want {
 		t.Errorf("String = %q; want %q", got, want)

@@ -95,19 +95,19 @@ func (b Budget) End() (time.Time, Cause) {
 	return b.TTL, CauseTTL
 }
 
-// ErrInvalidTTL is returned by ParseTTL for a value it cannot read.
-var ErrInvalidTTL = errors.New("want seconds (300 or 2.5), +<unix seconds>, or an ISO 8601 time such as 2024-12-31T23:59:59Z")
+// errInvalidTTL is returned by ParseTTL for a value it cannot read.
+var errInvalidTTL = errors.New("want seconds (300 or 2.5), +<unix seconds>, or an ISO 8601 time such as 2024-12-31T23:59:59Z")
 
-// ErrInvalidTimeout is returned by ParseTimeout for a value it cannot read.
-var ErrInvalidTimeout = errors.New("want a positive number of milliseconds, such as 5000")
+// errInvalidTimeout is returned by ParseTimeout for a value it cannot read.
+var errInvalidTimeout = errors.New("want a positive number of milliseconds, such as 5000")
 
-// errBeyondCap is parseDecimalSeconds's error for a value beyond
-// maxSeconds, the ten-year cap on every duration.
-var errBeyondCap = errors.New("beyond the ten-year cap")
+// ErrBeyondCap is ParseDecimalSeconds's error for a value beyond
+// MaxSeconds, the ten-year cap on every duration.
+var ErrBeyondCap = errors.New("beyond the ten-year cap")
 
 // capError is a value refused only because it is beyond the ten-year cap
 // on durations: its message names the cap, and it Is its kind
-// (ErrInvalidTTL, ErrInvalidTimeout) for callers that branch on that.
+// (errInvalidTTL, errInvalidTimeout) for callers that branch on that.
 type capError struct {
 	kind error
 	msg  string
@@ -118,12 +118,12 @@ func (e *capError) Is(target error) bool { return target == e.kind }
 
 // errTTLBeyondCap and errTimeoutBeyondCap are ParseTTL's and
 // ParseTimeout's errors for a value that reads well but is beyond its cap:
-// ten years for S7PTTL, maxSeconds milliseconds for S7PTimeout.
+// ten years for S7PTTL, MaxSeconds milliseconds for S7PTimeout.
 var (
-	errTTLBeyondCap = &capError{kind: ErrInvalidTTL,
-		msg: fmt.Sprintf("more than ten years (%d s) after arrival; want at most that: the longest TTL the gateway accepts", maxSeconds)}
-	errTimeoutBeyondCap = &capError{kind: ErrInvalidTimeout,
-		msg: fmt.Sprintf("more than %d ms; want at most that: the longest timeout the gateway accepts", maxSeconds)}
+	errTTLBeyondCap = &capError{kind: errInvalidTTL,
+		msg: fmt.Sprintf("more than ten years (%d s) after arrival; want at most that: the longest TTL the gateway accepts", MaxSeconds)}
+	errTimeoutBeyondCap = &capError{kind: errInvalidTimeout,
+		msg: fmt.Sprintf("more than %d ms; want at most that: the longest timeout the gateway accepts", MaxSeconds)}
 )
 
 // ParseTTL reads an S7PTTL header value and returns the request's deadline
@@ -131,19 +131,19 @@ var (
 // arrival ("300", "2.5"), absolute Unix seconds ("+1735689600") and
 // ISO 8601 ("2024-12-31T23:59:59Z", or with an offset). Zero, a negative
 // value or a past time give a deadline at or before arrival: the request has
-// expired. An empty or unreadable value is ErrInvalidTTL; one beyond ten
-// years is an error that names that cap and Is ErrInvalidTTL.
+// expired. An empty or unreadable value is errInvalidTTL; one beyond ten
+// years is an error that names that cap and Is errInvalidTTL.
 func ParseTTL(v string, arrival time.Time) (time.Time, error) {
 	v = strings.TrimSpace(v)
 	if v == "" {
-		return time.Time{}, ErrInvalidTTL
+		return time.Time{}, errInvalidTTL
 	}
 	if rest, ok := strings.CutPrefix(v, "+"); ok {
 		t, err := parseUnix(rest)
 		if err != nil {
-			return time.Time{}, ErrInvalidTTL
+			return time.Time{}, errInvalidTTL
 		}
-		if t.Sub(arrival) > maxSeconds*time.Second {
+		if t.Sub(arrival) > MaxSeconds*time.Second {
 			return time.Time{}, errTTLBeyondCap
 		}
 		return t, nil
@@ -152,24 +152,24 @@ func ParseTTL(v string, arrival time.Time) (time.Time, error) {
 		if len(v) >= 10 && strings.ContainsAny(v, "T:") {
 			return parseISO(v, arrival)
 		}
-		secs, err := parseDecimalSeconds(v)
-		if errors.Is(err, errBeyondCap) {
+		secs, err := ParseDecimalSeconds(v)
+		if errors.Is(err, ErrBeyondCap) {
 			return time.Time{}, errTTLBeyondCap
 		}
 		if err != nil {
-			return time.Time{}, ErrInvalidTTL
+			return time.Time{}, errInvalidTTL
 		}
 		return arrival.Add(secs), nil
 	}
-	return time.Time{}, ErrInvalidTTL
+	return time.Time{}, errInvalidTTL
 }
 
 func parseISO(v string, arrival time.Time) (time.Time, error) {
 	t, err := time.Parse(time.RFC3339Nano, v)
 	if err != nil {
-		return time.Time{}, ErrInvalidTTL
+		return time.Time{}, errInvalidTTL
 	}
-	if t.Sub(arrival) > maxSeconds*time.Second {
+	if t.Sub(arrival) > MaxSeconds*time.Second {
 		return time.Time{}, errTTLBeyondCap
 	}
 	return t, nil
@@ -180,11 +180,11 @@ func parseISO(v string, arrival time.Time) (time.Time, error) {
 func parseUnix(v string) (time.Time, error) {
 	whole, frac, _ := strings.Cut(v, ".")
 	if whole == "" || len(whole) > 12 || strings.Trim(whole, "0123456789") != "" || strings.Trim(frac, "0123456789") != "" {
-		return time.Time{}, ErrInvalidTTL
+		return time.Time{}, errInvalidTTL
 	}
 	sec, err := strconv.ParseInt(whole, 10, 64)
 	if err != nil || sec > 253402300799 {
-		return time.Time{}, ErrInvalidTTL
+		return time.Time{}, errInvalidTTL
 	}
 	var nsec int64
 	if frac != "" {
@@ -197,17 +197,17 @@ func parseUnix(v string) (time.Time, error) {
 	return time.Unix(sec, nsec), nil
 }
 
-// parseDecimalSeconds reads [-]digits[.digits] as a duration, rejecting
-// exponents, infinities and anything beyond ±maxSeconds (the magnitude of a
+// ParseDecimalSeconds reads [-]digits[.digits] as a duration, rejecting
+// exponents, infinities and anything beyond ±MaxSeconds (the magnitude of a
 // negative value is irrelevant, so it is clamped rather than refused).
-func parseDecimalSeconds(v string) (time.Duration, error) {
+func ParseDecimalSeconds(v string) (time.Duration, error) {
 	s := v
 	neg := false
 	if strings.HasPrefix(s, "-") {
 		neg, s = true, s[1:]
 	}
 	if s == "" || s == "." {
-		return 0, ErrInvalidTTL
+		return 0, errInvalidTTL
 	}
 	dot := false
 	digits := 0
@@ -218,27 +218,27 @@ func parseDecimalSeconds(v string) (time.Duration, error) {
 		case c == '.' && !dot:
 			dot = true
 		default:
-			return 0, ErrInvalidTTL
+			return 0, errInvalidTTL
 		}
 	}
 	if digits == 0 {
-		return 0, ErrInvalidTTL
+		return 0, errInvalidTTL
 	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
 		if neg {
-			return -maxSeconds * time.Second, nil
+			return -MaxSeconds * time.Second, nil
 		}
 		if err != nil && errors.Is(err, strconv.ErrRange) || math.IsInf(f, 0) {
-			return 0, errBeyondCap // digits only: a number too large to hold
+			return 0, ErrBeyondCap // digits only: a number too large to hold
 		}
-		return 0, ErrInvalidTTL
+		return 0, errInvalidTTL
 	}
-	if f > maxSeconds {
+	if f > MaxSeconds {
 		if neg {
-			return -maxSeconds * time.Second, nil
+			return -MaxSeconds * time.Second, nil
 		}
-		return 0, errBeyondCap
+		return 0, ErrBeyondCap
 	}
 	d := time.Duration(math.Round(f * float64(time.Second)))
 	if neg {
@@ -252,19 +252,19 @@ func parseDecimalSeconds(v string) (time.Duration, error) {
 func ParseTimeout(v string) (time.Duration, error) {
 	v = strings.TrimSpace(v)
 	if v == "" || v[0] == '-' || v[0] == '+' {
-		return 0, ErrInvalidTimeout
+		return 0, errInvalidTimeout
 	}
-	d, err := parseDecimalSeconds(v)
-	if errors.Is(err, errBeyondCap) {
+	d, err := ParseDecimalSeconds(v)
+	if errors.Is(err, ErrBeyondCap) {
 		return 0, errTimeoutBeyondCap
 	}
 	if err != nil {
-		return 0, ErrInvalidTimeout
+		return 0, errInvalidTimeout
 	}
 	// d is v seconds; v was milliseconds.
 	d /= 1000
 	if d <= 0 {
-		return 0, ErrInvalidTimeout
+		return 0, errInvalidTimeout
 	}
 	return d, nil
 }

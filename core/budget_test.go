@@ -27,7 +27,7 @@ func TestParseTTL(t *testing.T) {
 		{"iso fraction", "2026-11-30T12:00:01.5Z", t0.Add(1500 * time.Millisecond), false},
 		{"zero is expired", "0", t0, false},
 		{"negative is expired", "-5", t0.Add(-5 * time.Second), false},
-		{"huge negative is expired", "-99999999999999999999", t0.Add(-maxSeconds * time.Second), false},
+		{"huge negative is expired", "-99999999999999999999", t0.Add(-MaxSeconds * time.Second), false},
 		{"past iso is expired", "2024-12-31T23:59:59Z", time.Date(2024, 12, 31, 23, 59, 59, 0, time.UTC), false},
 		{"empty", "", time.Time{}, true},
 		{"blank", "   ", time.Time{}, true},
@@ -54,8 +54,8 @@ func TestParseTTL(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := ParseTTL(tt.in, t0)
 			if tt.wantErr {
-				if !errors.Is(err, ErrInvalidTTL) {
-					t.Fatalf("ParseTTL(%q) = %v, %v; want ErrInvalidTTL", tt.in, got, err)
+				if !errors.Is(err, errInvalidTTL) {
+					t.Fatalf("ParseTTL(%q) = %v, %v; want errInvalidTTL", tt.in, got, err)
 				}
 				return
 			}
@@ -90,8 +90,8 @@ func TestParseTimeout(t *testing.T) {
 		t.Run(tt.in, func(t *testing.T) {
 			got, err := ParseTimeout(tt.in)
 			if tt.wantErr {
-				if !errors.Is(err, ErrInvalidTimeout) {
-					t.Fatalf("ParseTimeout(%q) = %v, %v; want ErrInvalidTimeout", tt.in, got, err)
+				if !errors.Is(err, errInvalidTimeout) {
+					t.Fatalf("ParseTimeout(%q) = %v, %v; want errInvalidTimeout", tt.in, got, err)
 				}
 				return
 			}
@@ -196,8 +196,8 @@ func TestGRPCTimeout(t *testing.T) {
 		{1234567 * time.Nanosecond, "1234567n"},
 	}
 	for _, tt := range tests {
-		if got := GRPCTimeout(tt.in); got != tt.want {
-			t.Errorf("GRPCTimeout(%v) = %q; want %q", tt.in, got, tt.want)
+		if got := grpcTimeout(tt.in); got != tt.want {
+			t.Errorf("grpcTimeout(%v) = %q; want %q", tt.in, got, tt.want)
 		}
 	}
 }
@@ -219,9 +219,9 @@ func TestBackoff(t *testing.T) {
 		{0, 1, 0},
 	}
 	for _, tt := range tests {
-		got := Backoff(base, tt.n, tt.r)
+		got := backoff(base, tt.n, tt.r)
 		if d := got - tt.want; d > time.Microsecond || d < -time.Microsecond {
-			t.Errorf("Backoff(n=%d, r=%v) = %v; want %v", tt.n, tt.r, got, tt.want)
+			t.Errorf("backoff(n=%d, r=%v) = %v; want %v", tt.n, tt.r, got, tt.want)
 		}
 	}
 }
@@ -233,14 +233,14 @@ func FuzzParseTTL(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		got, err := ParseTTL(s, t0)
 		if err != nil {
-			if !errors.Is(err, ErrInvalidTTL) {
+			if !errors.Is(err, errInvalidTTL) {
 				t.Fatalf("ParseTTL(%q): unexpected error kind %v", s, err)
 			}
 			return
 		}
 		// A readable TTL is never further than ten years away, so adding
 		// it to a clock cannot overflow.
-		if got.Sub(t0) > maxSeconds*time.Second {
+		if got.Sub(t0) > MaxSeconds*time.Second {
 			t.Fatalf("ParseTTL(%q) = %v: beyond the ten-year bound", s, got)
 		}
 		// Round trip: relative seconds written back parse to the same
@@ -261,12 +261,12 @@ func FuzzParseTimeout(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		d, err := ParseTimeout(s)
 		if err != nil {
-			if !errors.Is(err, ErrInvalidTimeout) {
+			if !errors.Is(err, errInvalidTimeout) {
 				t.Fatalf("ParseTimeout(%q): unexpected error kind %v", s, err)
 			}
 			return
 		}
-		if d <= 0 || d > maxSeconds*time.Second {
+		if d <= 0 || d > MaxSeconds*time.Second {
 			t.Fatalf("ParseTimeout(%q) = %v: out of range", s, d)
 		}
 	})
@@ -329,7 +329,7 @@ func TestBudgetWithLimit(t *testing.T) {
 
 // TestParseTTLNamesTheCap: a TTL or timeout that reads well but is beyond
 // the cap is refused with a message naming the cap, not one that asks for
-// the form it already has; it is still ErrInvalidTTL / ErrInvalidTimeout.
+// the form it already has; it is still errInvalidTTL / errInvalidTimeout.
 func TestParseTTLNamesTheCap(t *testing.T) {
 	tests := []struct {
 		name, in string
@@ -337,11 +337,11 @@ func TestParseTTLNamesTheCap(t *testing.T) {
 		kind     error
 		want     string
 	}{
-		{"seconds", "400000000", func(v string) error { _, err := ParseTTL(v, t0); return err }, ErrInvalidTTL, "more than ten years (315360000 s) after arrival"},
-		{"huge seconds", strings.Repeat("9", 400), func(v string) error { _, err := ParseTTL(v, t0); return err }, ErrInvalidTTL, "more than ten years"},
-		{"absolute", "+99999999999", func(v string) error { _, err := ParseTTL(v, t0); return err }, ErrInvalidTTL, "more than ten years"},
-		{"iso", "9999-12-31T23:59:59Z", func(v string) error { _, err := ParseTTL(v, t0); return err }, ErrInvalidTTL, "more than ten years"},
-		{"timeout", "400000000", func(v string) error { _, err := ParseTimeout(v); return err }, ErrInvalidTimeout, "more than 315360000 ms"},
+		{"seconds", "400000000", func(v string) error { _, err := ParseTTL(v, t0); return err }, errInvalidTTL, "more than ten years (315360000 s) after arrival"},
+		{"huge seconds", strings.Repeat("9", 400), func(v string) error { _, err := ParseTTL(v, t0); return err }, errInvalidTTL, "more than ten years"},
+		{"absolute", "+99999999999", func(v string) error { _, err := ParseTTL(v, t0); return err }, errInvalidTTL, "more than ten years"},
+		{"iso", "9999-12-31T23:59:59Z", func(v string) error { _, err := ParseTTL(v, t0); return err }, errInvalidTTL, "more than ten years"},
+		{"timeout", "400000000", func(v string) error { _, err := ParseTimeout(v); return err }, errInvalidTimeout, "more than 315360000 ms"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -31,44 +31,6 @@ var sigV4Replaced = []string{"X-Amz-Date", "X-Amz-Security-Token", "X-Amz-Conten
 var SigV4QueryParams = []string{"X-Amz-Algorithm", "X-Amz-Credential", "X-Amz-Date", "X-Amz-Expires",
 	"X-Amz-SignedHeaders", "X-Amz-Signature", "X-Amz-Security-Token"}
 
-// notAScope names the headers IdempotencyScopeHeaders refuses, canonicalised,
-// with why: their value differs on every request of one caller (a date, a
-// signature, a payload hash, a trace id), or the gateway removes them
-// before anything could read them.
-var notAScope = map[string]string{
-	"Date":                 "a date",
-	"X-Amz-Date":           "a SigV4 signing date",
-	"X-Amz-Content-Sha256": "a SigV4 payload hash",
-	"X-Amz-Security-Token": "a SigV4 session token, removed on Lambda",
-	"X-Ms-Date":            "an Azure Storage signing date",
-	"Traceparent":          "a trace id",
-	"X-Amzn-Trace-Id":      "a trace id",
-	"X-Request-Id":         "a request id",
-	"X-Functions-Key":      "an Azure Functions key, removed on Azure",
-}
-
-// checkScopeHeaders refuses names that can never scope an Idempotency-Key
-// (see notAScope), naming every one of them. names are canonicalised.
-func checkScopeHeaders(names []string) error {
-	var bad []string
-	for _, n := range names {
-		if why, ok := notAScope[n]; ok {
-			bad = append(bad, n+" ("+why+")")
-		}
-	}
-	if len(bad) == 0 {
-		return nil
-	}
-	return &scopeHeaderError{names: bad}
-}
-
-type scopeHeaderError struct{ names []string }
-
-func (e *scopeHeaderError) Error() string {
-	return "want headers whose value is the same on every request of one caller; " + strings.Join(e.names, ", ") +
-		" can never scope an Idempotency-Key"
-}
-
 // Credentials are where a platform puts the credential of a caller it
 // checked for the gateway, or the identity it verified: a host states its
 // own (the Lambda and Azure adapters), and Strip is the one function that
@@ -76,17 +38,17 @@ func (e *scopeHeaderError) Error() string {
 // (docs/security.md, "What callers' credentials become").
 // A plain value, safe to share.
 type Credentials struct {
-	// Names are header names removed in every spelling (HeaderIs).
+	// Names are header names removed in every spelling (headerIs).
 	Names []string
 	// Prefixes are header-name prefixes removed in every spelling
-	// (HeaderHasPrefix).
+	// (headerHasPrefix).
 	Prefixes []string
 	// Verified are header-name prefixes the platform itself sets on a
 	// request it authenticated, having removed what a client sent under
 	// them: their dashed spelling is kept, and any spelling with '_',
 	// which the platform neither sets nor removes, is removed.
 	Verified []string
-	// Query are query parameters removed (DropQueryParams).
+	// Query are query parameters removed (dropQueryParams).
 	Query []string
 }
 
@@ -101,7 +63,7 @@ func (c Credentials) Strip(r *http.Request) {
 	if len(c.Query) == 0 || r.URL == nil {
 		return
 	}
-	q := DropQueryParams(r.URL.RawQuery, c.Query...)
+	q := dropQueryParams(r.URL.RawQuery, c.Query...)
 	if q == r.URL.RawQuery {
 		return
 	}
@@ -114,7 +76,7 @@ func (c Credentials) Strip(r *http.Request) {
 	}
 }
 
-// DropQueryParams returns rawQuery without the parameters whose name, once
+// dropQueryParams returns rawQuery without the parameters whose name, once
 // unescaped, equals one of names (ASCII case-insensitively, as the
 // Functions host reads `code`); every other parameter is kept exactly as
 // written, in order. Parameters are split at '&' and at ';', which some
@@ -123,7 +85,7 @@ func (c Credentials) Strip(r *http.Request) {
 // after a ';' is dropped too, whoever reads the query. A kept parameter
 // keeps the separator before it. A parameter whose name cannot be
 // unescaped is kept.
-func DropQueryParams(rawQuery string, names ...string) string {
+func dropQueryParams(rawQuery string, names ...string) string {
 	if rawQuery == "" {
 		return rawQuery
 	}

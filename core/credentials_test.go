@@ -27,8 +27,8 @@ func TestDropQueryParams(t *testing.T) {
 		{"a=1;b=2", []string{"code"}, "a=1;b=2"},
 	}
 	for _, tt := range tests {
-		if got := DropQueryParams(tt.raw, tt.names...); got != tt.want {
-			t.Errorf("DropQueryParams(%q, %v) = %q; want %q", tt.raw, tt.names, got, tt.want)
+		if got := dropQueryParams(tt.raw, tt.names...); got != tt.want {
+			t.Errorf("dropQueryParams(%q, %v) = %q; want %q", tt.raw, tt.names, got, tt.want)
 		}
 	}
 }
@@ -46,7 +46,7 @@ func FuzzDropQueryParams(f *testing.F) {
 		return strings.FieldsFunc(q, func(r rune) bool { return r == '&' || r == ';' })
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
-		got := DropQueryParams(raw, "code")
+		got := dropQueryParams(raw, "code")
 		left := split(got)
 		in := split(raw)
 		i := 0

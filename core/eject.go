@@ -11,12 +11,12 @@ import (
 
 // The route defaults of outlier ejection (docs/settings.md#ejecting-a-dead-host).
 const (
-	// DefaultEjectAfterFailures is the count of consecutive connection
+	// defaultEjectAfterFailures is the count of consecutive connection
 	// failures or timeouts that ejects a host.
-	DefaultEjectAfterFailures = 5
-	// DefaultEjectFor is the length of a first ejection; each repeat
+	defaultEjectAfterFailures = 5
+	// defaultEjectFor is the length of a first ejection; each repeat
 	// doubles it, up to maxEjectFactor times.
-	DefaultEjectFor = 30 * time.Second
+	defaultEjectFor = 30 * time.Second
 	maxEjectFactor  = 10
 )
 
@@ -48,8 +48,8 @@ type hostHealth struct {
 	ejectedFor time.Duration
 }
 
-// EjectedHost names a host ejected from a route, for /_gateway/stats.
-type EjectedHost struct {
+// ejectedHost names a host ejected from a route, for /_gateway/stats.
+type ejectedHost struct {
 	Route string    `json:"route"`
 	Host  string    `json:"host"`
 	Until time.Time `json:"until"`
@@ -158,7 +158,7 @@ func (e *Ejector) record(route *Route, host *url.URL, rec *Attempt, now time.Tim
 	}
 	base := route.EjectFor
 	if base <= 0 {
-		base = DefaultEjectFor
+		base = defaultEjectFor
 	}
 	d := base << min(hh.ejections, 4)
 	d = min(d, maxEjectFactor*base)
@@ -182,20 +182,20 @@ func (e *Ejector) recount(now time.Time) {
 }
 
 // Ejected returns the hosts ejected at now, by route and host.
-func (e *Ejector) Ejected(now time.Time) []EjectedHost {
+func (e *Ejector) Ejected(now time.Time) []ejectedHost {
 	if e == nil {
 		return nil
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.recount(now)
-	out := []EjectedHost{}
+	out := []ejectedHost{}
 	for k, hh := range e.hosts {
 		if now.Before(hh.until) {
-			out = append(out, EjectedHost{Route: k.route, Host: k.host, Until: hh.until})
+			out = append(out, ejectedHost{Route: k.route, Host: k.host, Until: hh.until})
 		}
 	}
-	slices.SortFunc(out, func(a, b EjectedHost) int {
+	slices.SortFunc(out, func(a, b ejectedHost) int {
 		if a.Route != b.Route {
 			if a.Route < b.Route {
 				return -1

@@ -430,7 +430,7 @@ func (f *Forwarder) deliver(ar *attemptResult, attempts []Attempt, route *Route,
 	ar.resp = nil
 	if rwc, ok := resp.Body.(io.ReadWriteCloser); ok && resp.StatusCode == http.StatusSwitchingProtocols {
 		resp.Body = &upgradeBody{ReadWriteCloser: rwc, cancel: ar.cancel, streamCancel: streamCancel}
-		return &Result{Response: resp, Attempts: attempts, Backend: route.HostLabel(ar.host), BackendURL: BaseURLOf(ar.host)}
+		return &Result{Response: resp, Attempts: attempts, Backend: route.HostLabel(ar.host), BackendURL: baseURLOf(ar.host)}
 	}
 	// The Result and its body stream are allocated together.
 	d := &struct {
@@ -442,7 +442,7 @@ func (f *Forwarder) deliver(ar *attemptResult, attempts []Attempt, route *Route,
 	sb.held = ar.held
 	sb.left, sb.limited = route.FirstByteTimeout, route.FirstByteTimeout > 0
 	resp.Body = sb
-	d.res = Result{Response: resp, Attempts: attempts, Backend: route.HostLabel(ar.host), BackendURL: BaseURLOf(ar.host)}
+	d.res = Result{Response: resp, Attempts: attempts, Backend: route.HostLabel(ar.host), BackendURL: baseURLOf(ar.host)}
 	return &d.res
 }
 
@@ -608,25 +608,9 @@ func RemoveHopHeaders(h http.Header) {
 // removeConnectionNamed deletes from h the headers named by the values of
 // a Connection header.
 func removeConnectionNamed(h http.Header, connection []string) {
-	for _, f := range connection {
-		for sf := range strings.SplitSeq(f, ",") {
-			if sf = http.CanonicalHeaderKey(strings.TrimSpace(sf)); sf != "" {
-				h.Del(sf)
-			}
-		}
+	for n := range ConnectionNames(connection) {
+		h.Del(n)
 	}
-}
-
-// isHopHeader reports whether the canonical key k is a hop-by-hop header,
-// dropped in both directions (RFC 9110 §7.6.1). This is the one list of
-// them.
-func isHopHeader(k string) bool {
-	switch k {
-	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
-		"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade":
-		return true
-	}
-	return false
 }
 
 // buildOutgoing makes one attempt's request to host; path is req.Path
@@ -697,7 +681,7 @@ func (o *outgoing) build(ctx context.Context, req *Request, path target, host *u
 	if _, ok := h["X-Forwarded-Host"]; !ok && req.Host != "" {
 		set("X-Forwarded-Host", req.Host)
 	}
-	set("Via", AddVia(h["Via"]))
+	set("Via", addVia(h["Via"]))
 	if req.IdempotencyKey != "" {
 		set("Idempotency-Key", req.IdempotencyKey)
 	}
@@ -706,7 +690,7 @@ func (o *outgoing) build(ctx context.Context, req *Request, path target, host *u
 	}
 	set("X-Envoy-Expected-Rq-Timeout-Ms", strconv.FormatInt(max(window.Milliseconds(), 1), 10))
 	if ct := h.Get("Content-Type"); strings.HasPrefix(ct, "application/grpc") {
-		h["Grpc-Timeout"] = []string{GRPCTimeout(window)}
+		h["Grpc-Timeout"] = []string{grpcTimeout(window)}
 	}
 	o.url = joinURL(host, path.escaped, path.decoded, req.RawQuery)
 	u := &o.url
@@ -750,9 +734,9 @@ func (o *outgoing) build(ctx context.Context, req *Request, path target, host *u
 	return out
 }
 
-// GRPCTimeout formats d in gRPC's grpc-timeout syntax: at most eight
+// grpcTimeout formats d in gRPC's grpc-timeout syntax: at most eight
 // digits and a unit.
-func GRPCTimeout(d time.Duration) string {
+func grpcTimeout(d time.Duration) string {
 	if d <= 0 {
 		return "1n"
 	}

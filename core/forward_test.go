@@ -495,8 +495,8 @@ func TestConfinePath(t *testing.T) {
 		"/%zz", "/a%2", "/%2e%2e%2f",
 	}
 	for _, p := range refused {
-		if d, err := ConfinePath(p); !errors.Is(err, ErrInvalidPath) {
-			t.Errorf("ConfinePath(%q) = %q, %v; want ErrInvalidPath", p, d, err)
+		if d, err := ConfinePath(p); !errors.Is(err, errInvalidPath) {
+			t.Errorf("ConfinePath(%q) = %q, %v; want errInvalidPath", p, d, err)
 		}
 	}
 	accepted := map[string]string{

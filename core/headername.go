@@ -1,5 +1,45 @@
 package core
 
+import (
+	"iter"
+	"net/http"
+	"strings"
+)
+
+// hopHeaders are the hop-by-hop headers, canonical, dropped in both
+// directions (RFC 9110 §7.6.1): the one list of them (isHopHeader, and the
+// trailer fields that never pass).
+var hopHeaders = [...]string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+// isHopHeader reports whether the canonical key k is a hop-by-hop header
+// (hopHeaders).
+func isHopHeader(k string) bool {
+	for _, h := range hopHeaders {
+		if k == h {
+			return true
+		}
+	}
+	return false
+}
+
+// ConnectionNames yields the names a Connection header's values list
+// (RFC 9110 §7.6.1: comma-separated connection options), trimmed and
+// canonicalised, empty elements skipped: the one reading of them (the
+// headers RemoveHopHeaders drops with it, the trailer fields that never
+// pass, whether a request asks for an upgrade).
+func ConnectionNames(values []string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for _, v := range values {
+			for n := range strings.SplitSeq(v, ",") {
+				if n = http.CanonicalHeaderKey(strings.TrimSpace(n)); n != "" && !yield(n) {
+					return
+				}
+			}
+		}
+	}
+}
+
 // HeaderKey is a header name as every deny-list of the gateway compares it:
 // lower case, with '_' read as '-'. Servers disagree on what one name is:
 // net/http keeps X_Ms_Client_Principal_Id apart from
@@ -27,15 +67,15 @@ func HeaderKey(k string) string {
 	return string(b)
 }
 
-// HeaderIs reports whether the header names k and name are one name as
+// headerIs reports whether the header names k and name are one name as
 // HeaderKey reads them, without allocating.
-func HeaderIs(k, name string) bool {
-	return len(k) == len(name) && HeaderHasPrefix(k, name)
+func headerIs(k, name string) bool {
+	return len(k) == len(name) && headerHasPrefix(k, name)
 }
 
-// HeaderHasPrefix reports whether the header name k starts with prefix as
+// headerHasPrefix reports whether the header name k starts with prefix as
 // HeaderKey reads them, without allocating.
-func HeaderHasPrefix(k, prefix string) bool {
+func headerHasPrefix(k, prefix string) bool {
 	if len(k) < len(prefix) {
 		return false
 	}
@@ -62,12 +102,12 @@ func headerByte(c byte) byte {
 // prefixes, in any spelling.
 func headerIn(k string, names, prefixes []string) bool {
 	for _, n := range names {
-		if HeaderIs(k, n) {
+		if headerIs(k, n) {
 			return true
 		}
 	}
 	for _, p := range prefixes {
-		if HeaderHasPrefix(k, p) {
+		if headerHasPrefix(k, p) {
 			return true
 		}
 	}

@@ -16,11 +16,11 @@ func FuzzHeaderIs(f *testing.F) {
 	f.Add("x-functions-key", "X-Functions-Key")
 	f.Add("X-Amz-Date_", "x_amz_date")
 	f.Fuzz(func(t *testing.T, k, name string) {
-		if got, want := HeaderIs(k, name), HeaderKey(k) == HeaderKey(name); got != want {
-			t.Fatalf("HeaderIs(%q, %q) = %v; HeaderKey says %v", k, name, got, want)
+		if got, want := headerIs(k, name), HeaderKey(k) == HeaderKey(name); got != want {
+			t.Fatalf("headerIs(%q, %q) = %v; HeaderKey says %v", k, name, got, want)
 		}
-		if got, want := HeaderHasPrefix(k, name), strings.HasPrefix(HeaderKey(k), HeaderKey(name)); got != want {
-			t.Fatalf("HeaderHasPrefix(%q, %q) = %v; HeaderKey says %v", k, name, got, want)
+		if got, want := headerHasPrefix(k, name), strings.HasPrefix(HeaderKey(k), HeaderKey(name)); got != want {
+			t.Fatalf("headerHasPrefix(%q, %q) = %v; HeaderKey says %v", k, name, got, want)
 		}
 	})
 }
@@ -170,6 +170,54 @@ func FuzzPopPlatformHop(f *testing.F) {
 		rest := strings.TrimSpace(strings.Join(entries[:len(entries)-1], ","))
 		if got := strings.Join(h["X-Forwarded-For"], ","); got != rest {
 			t.Fatalf("%q: left %q, want %q", xff, got, rest)
+		}
+	})
+}
+
+// TestConnectionNames: a Connection header's options are read one way
+// everywhere: comma-separated, trimmed, canonical, empty ones skipped.
+func TestConnectionNames(t *testing.T) {
+	for _, tt := range []struct {
+		in   []string
+		want string
+	}{
+		{nil, ""},
+		{[]string{"close"}, "Close"},
+		{[]string{" keep-alive , x-secret", "upgrade"}, "Keep-Alive,X-Secret,Upgrade"},
+		{[]string{",, ,", ""}, ""},
+		{[]string{"x_y,X-Y"}, "X_y,X-Y"},
+	} {
+		if got := strings.Join(slices.Collect(ConnectionNames(tt.in)), ","); got != tt.want {
+			t.Errorf("ConnectionNames(%q) = %q; want %q", tt.in, got, tt.want)
+		}
+	}
+	for range ConnectionNames([]string{"a,b", "c"}) {
+		break // a stop is honoured (a yield after it panics)
+	}
+}
+
+// FuzzConnectionNames: every name yielded is a non-empty, trimmed,
+// canonical element of the values split at commas, in order.
+func FuzzConnectionNames(f *testing.F) {
+	f.Add("close", "keep-alive, X-Secret")
+	f.Add(",,", " upgrade ")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		var want []string
+		for _, v := range []string{a, b} {
+			for _, p := range strings.Split(v, ",") {
+				if n := http.CanonicalHeaderKey(strings.TrimSpace(p)); n != "" {
+					want = append(want, n)
+				}
+			}
+		}
+		got := slices.Collect(ConnectionNames([]string{a, b}))
+		if !slices.Equal(got, want) {
+			t.Fatalf("ConnectionNames(%q, %q) = %q; want %q", a, b, got, want)
+		}
+		for _, n := range got {
+			if n == "" || n != strings.TrimSpace(n) || strings.Contains(n, ",") {
+				t.Fatalf("yielded %q", n)
+			}
 		}
 	})
 }

@@ -15,20 +15,20 @@ import (
 // backend): the caller's deadline can only shorten the TTL, never lengthen
 // it, so it is safe to take from anyone.
 
-// ErrInvalidCallerTimeout is returned by CallerDeadline for a header it
+// errInvalidCallerTimeout is returned by CallerDeadline for a header it
 // cannot read.
-var ErrInvalidCallerTimeout = errors.New("want grpc-timeout as 1 to 8 digits and a unit (H, M, S, m, u, n), such as 250m, and x-envoy-expected-rq-timeout-ms as a whole number of milliseconds")
+var errInvalidCallerTimeout = errors.New("want grpc-timeout as 1 to 8 digits and a unit (H, M, S, m, u, n), such as 250m, and x-envoy-expected-rq-timeout-ms as a whole number of milliseconds")
 
 // CallerDeadline returns the earliest deadline the caller's headers set for
 // a request that arrived at arrival, and the header that set it: zero and
 // "" when neither grpc-timeout nor x-envoy-expected-rq-timeout-ms is
 // present. A present header that does not parse is an error naming it
-// (wrapping ErrInvalidCallerTimeout).
+// (wrapping errInvalidCallerTimeout).
 func CallerDeadline(h http.Header, arrival time.Time) (time.Time, string, error) {
 	var best time.Time
 	var from string
 	if v, ok := h["Grpc-Timeout"]; ok {
-		d, err := ParseGRPCTimeout(strings.Join(v, ","))
+		d, err := parseGRPCTimeout(strings.Join(v, ","))
 		if err != nil {
 			return time.Time{}, "grpc-timeout", err
 		}
@@ -46,24 +46,24 @@ func CallerDeadline(h http.Header, arrival time.Time) (time.Time, string, error)
 	return best, from, nil
 }
 
-// ParseGRPCTimeout reads a grpc-timeout value: 1 to 8 ASCII digits and a
+// parseGRPCTimeout reads a grpc-timeout value: 1 to 8 ASCII digits and a
 // unit, H (hours), M (minutes), S (seconds), m (milliseconds),
 // u (microseconds) or n (nanoseconds), as gRPC over HTTP/2 defines it
 // (https://github.com/grpc/grpc/blob/master/doc/PROTOCOL-HTTP2.md). A value
 // beyond the ten-year cap on durations is capped there.
-func ParseGRPCTimeout(v string) (time.Duration, error) {
+func parseGRPCTimeout(v string) (time.Duration, error) {
 	if len(v) < 2 || len(v) > 9 {
-		return 0, ErrInvalidCallerTimeout
+		return 0, errInvalidCallerTimeout
 	}
 	digits, unit := v[:len(v)-1], v[len(v)-1]
 	for i := 0; i < len(digits); i++ {
 		if digits[i] < '0' || digits[i] > '9' {
-			return 0, ErrInvalidCallerTimeout
+			return 0, errInvalidCallerTimeout
 		}
 	}
 	n, err := strconv.ParseInt(digits, 10, 64)
 	if err != nil {
-		return 0, ErrInvalidCallerTimeout
+		return 0, errInvalidCallerTimeout
 	}
 	var u time.Duration
 	switch unit {
@@ -80,12 +80,12 @@ func ParseGRPCTimeout(v string) (time.Duration, error) {
 	case 'n':
 		u = time.Nanosecond
 	default:
-		return 0, ErrInvalidCallerTimeout
+		return 0, errInvalidCallerTimeout
 	}
 	// 99999999 hours overflows nothing in int64 nanoseconds only up to
 	// about 2.5 million hours: cap at ten years first.
-	if n > int64(maxSeconds*time.Second/u) {
-		return maxSeconds * time.Second, nil
+	if n > int64(MaxSeconds*time.Second/u) {
+		return MaxSeconds * time.Second, nil
 	}
 	return time.Duration(n) * u, nil
 }
@@ -95,14 +95,14 @@ func ParseGRPCTimeout(v string) (time.Duration, error) {
 func parseEnvoyTimeout(v string) (time.Duration, error) {
 	v = strings.TrimSpace(v)
 	if v == "" || len(v) > 19 || strings.Trim(v, "0123456789") != "" {
-		return 0, ErrInvalidCallerTimeout
+		return 0, errInvalidCallerTimeout
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil {
-		return 0, ErrInvalidCallerTimeout
+		return 0, errInvalidCallerTimeout
 	}
-	if n > maxSeconds*1000 {
-		return maxSeconds * time.Second, nil
+	if n > MaxSeconds*1000 {
+		return MaxSeconds * time.Second, nil
 	}
 	return time.Duration(n) * time.Millisecond, nil
 }

@@ -6,13 +6,13 @@ import (
 	"strings"
 )
 
-// ErrInvalidPath is returned by ConfinePath for a path that could leave a
+// errInvalidPath is returned by ConfinePath for a path that could leave a
 // host's base path, or that is not a path at all.
-var ErrInvalidPath = errors.New("want a path starting with / and without a .. segment (also when percent-encoded)")
+var errInvalidPath = errors.New("want a path starting with / and without a .. segment (also when percent-encoded)")
 
 // ConfinePath checks a request path as the client wrote it (its escaped
 // form, as url.URL.EscapedPath gives it) and returns it decoded. It refuses
-// with ErrInvalidPath a path that does not start with /, that has a bad
+// with errInvalidPath a path that does not start with /, that has a bad
 // escape, or that has a .. segment once percent-decoded (%2e, %2f and %5c
 // included), where both / and \ separate segments and a segment's path
 // parameters (;…) are ignored, as some servers resolve /..;x/ as /../.
@@ -23,13 +23,13 @@ func ConfinePath(escaped string) (string, error) {
 		return "", nil
 	}
 	if escaped[0] != '/' {
-		return "", ErrInvalidPath
+		return "", errInvalidPath
 	}
 	decoded := escaped
 	if strings.IndexByte(escaped, '%') >= 0 {
 		d, err := url.PathUnescape(escaped)
 		if err != nil {
-			return "", ErrInvalidPath
+			return "", errInvalidPath
 		}
 		decoded = d
 	}
@@ -49,7 +49,7 @@ func ConfinePath(escaped string) (string, error) {
 			seg = seg[:j]
 		}
 		if seg == ".." {
-			return "", ErrInvalidPath
+			return "", errInvalidPath
 		}
 	}
 	return decoded, nil
@@ -75,12 +75,12 @@ type target struct{ escaped, decoded string }
 // becomes "/x", "/api" becomes ""), then checked by ConfinePath, so that
 // no stripped path can climb above a host's base path. A path whose
 // escaped segments do not spell the prefix ("/a%2Fb" on prefix "/a/b") is
-// refused with ErrInvalidPath rather than cut at the wrong place.
+// refused with errInvalidPath rather than cut at the wrong place.
 func (r *Route) TargetPath(escaped string) (target, error) {
 	if r != nil && r.StripPrefix && r.Prefix != "/" && r.Prefix != "" {
 		rest, ok := stripSegments(escaped, r.Prefix)
 		if !ok {
-			return target{}, ErrInvalidPath
+			return target{}, errInvalidPath
 		}
 		escaped = rest
 	}

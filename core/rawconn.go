@@ -24,9 +24,9 @@ const viaSelf = "1.1 " + viaPseudonym
 // slice, so an append copies it.
 var viaValue = []string{viaSelf}
 
-// AddVia returns the Via header value that keeps the earlier hops prior
+// addVia returns the Via header value that keeps the earlier hops prior
 // and adds the gateway.
-func AddVia(prior []string) string {
+func addVia(prior []string) string {
 	if len(prior) == 0 {
 		return viaSelf
 	}
@@ -37,7 +37,7 @@ func AddVia(prior []string) string {
 // earlier hops wrote.
 func AddViaHeader(h http.Header) {
 	if prior := h["Via"]; len(prior) > 0 {
-		h["Via"] = []string{AddVia(prior)}
+		h["Via"] = []string{addVia(prior)}
 		return
 	}
 	h["Via"] = viaValue

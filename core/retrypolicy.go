@@ -17,7 +17,7 @@ type RetryPolicy struct {
 	// MaxAttempts bounds the attempts (at least one).
 	MaxAttempts int
 	// BackoffBase is the base of the jittered exponential wait between
-	// attempts (Backoff). Zero means no wait.
+	// attempts (backoff). Zero means no wait.
 	BackoffBase time.Duration
 	// Jitter returns the uniform random r in [0,1) of each wait; nil means
 	// math/rand/v2's Float64. Explain uses one that returns 1: the worst
@@ -105,7 +105,7 @@ func (RetryPolicy) MaySendTwice(method string, clientKey bool) bool {
 }
 
 // Wait returns the wait before the attempt after attempt n: the jittered
-// Backoff, or retryAfter (the backend's Retry-After) when longer.
+// backoff, or retryAfter (the backend's Retry-After) when longer.
 func (p RetryPolicy) Wait(n int, retryAfter time.Duration) time.Duration {
 	var wait time.Duration
 	if p.BackoffBase > 0 {
@@ -113,7 +113,7 @@ func (p RetryPolicy) Wait(n int, retryAfter time.Duration) time.Duration {
 		if r == nil {
 			r = rand.Float64
 		}
-		wait = Backoff(p.BackoffBase, n, r())
+		wait = backoff(p.BackoffBase, n, r())
 	}
 	return max(wait, retryAfter)
 }
@@ -152,9 +152,9 @@ func (RetryPolicy) Expired(c Cause, n int) Error {
 	return Error{Reason: ReasonTTLExpired, Message: "the request's TTL ran out"}
 }
 
-// Backoff returns the wait before retry n (n ≥ 1) for a uniform random
+// backoff returns the wait before retry n (n ≥ 1) for a uniform random
 // r in [0,1): r × min(10 × base, base × 2ⁿ⁻¹), as Envoy does.
-func Backoff(base time.Duration, n int, r float64) time.Duration {
+func backoff(base time.Duration, n int, r float64) time.Duration {
 	if base <= 0 || n < 1 {
 		return 0
 	}
@@ -174,7 +174,7 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 		return 0
 	}
 	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n <= 0 || n > maxSeconds {
+		if n <= 0 || n > MaxSeconds {
 			return 0
 		}
 		return time.Duration(n) * time.Second

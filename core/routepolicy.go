@@ -24,7 +24,7 @@ func (r *Route) parsePolicy(rj *routeJSON) error {
 		}
 	}
 	if p := rj.EjectForMs; p != nil {
-		if *p <= 0 || *p > maxSeconds*100 { // ten times it must still fit
+		if *p <= 0 || *p > MaxSeconds*100 { // ten times it must still fit
 			return errors.New("ejectForMs: want a positive whole number of milliseconds")
 		}
 		r.EjectFor = time.Duration(*p) * time.Millisecond

@@ -59,25 +59,10 @@ func TestParseRoutePolicy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := Settings{Hosts: testutil.Hosts(t, "h"), Routes: rs, DefaultTTLSecs: Seconds(time.Minute), Timeout: Millis(time.Second)}
+			rt := NewRouter(rs, Route{Hosts: testutil.Hosts(t, "h"), TTL: time.Minute, Timeout: time.Second})
 			if tt.check != nil {
-				tt.check(t, rs[0], s.RouteFor("/a"))
+				tt.check(t, rs[0], rt.Match("/a"))
 			}
 		})
-	}
-}
-
-func TestValidateRetryBudget(t *testing.T) {
-	s := DefaultSettings()
-	s.Hosts = testutil.Hosts(t, "h")
-	if err := s.Validate(0, func(string) bool { return false }); err != nil {
-		t.Fatalf("defaults: %v", err)
-	}
-	if s.RetryBudgetPercent != 20 || s.RetryBudgetMinConcurrency != 3 {
-		t.Errorf("defaults %d%%, %d; want 20%%, 3", s.RetryBudgetPercent, s.RetryBudgetMinConcurrency)
-	}
-	s.RetryBudgetPercent = 101
-	if err := s.Validate(0, func(string) bool { return false }); err == nil || !strings.Contains(err.Error(), "RetryBudgetPercent") {
-		t.Errorf("RetryBudgetPercent 101: err %v; want one naming it", err)
 	}
 }

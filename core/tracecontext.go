@@ -11,8 +11,8 @@ import (
 // 32 list-members in a list" and vendors "SHOULD propagate at least 512
 // characters of a combined header"; https://www.w3.org/TR/trace-context/.
 const (
-	MaxTraceStateMembers = 32
-	MaxTraceStateBytes   = 512
+	maxTraceStateMembers = 32
+	maxTraceStateBytes   = 512
 )
 
 // TraceContext returns the W3C trace context headers of h that may be
@@ -20,7 +20,7 @@ const (
 // (version, 32-hex trace-id and 16-hex parent-id not all zeros, flags;
 // exactly one header), and tracestate (§3.3) only beside a valid
 // traceparent, well formed, its keys unique, with at most
-// MaxTraceStateMembers list-members and MaxTraceStateBytes bytes once its
+// maxTraceStateMembers list-members and maxTraceStateBytes bytes once its
 // headers are combined. What fails is "" (dropped), never forwarded as is.
 func TraceContext(h http.Header) (traceparent, tracestate string) {
 	tp := h["Traceparent"]
@@ -33,7 +33,7 @@ func TraceContext(h http.Header) (traceparent, tracestate string) {
 		return traceparent, ""
 	}
 	combined := strings.Join(ts, ",")
-	if len(combined) > MaxTraceStateBytes || !validTracestate(combined) {
+	if len(combined) > maxTraceStateBytes || !validTracestate(combined) {
 		return traceparent, ""
 	}
 	return traceparent, combined
@@ -67,7 +67,7 @@ func lowerHex(s string) bool {
 }
 
 // validTracestate reports whether v is a tracestate list (§3.3.1): at most
-// MaxTraceStateMembers list-members key=value separated by commas with
+// maxTraceStateMembers list-members key=value separated by commas with
 // optional blanks around them, empty members allowed, no key twice.
 func validTracestate(v string) bool {
 	var keys []string
@@ -85,7 +85,7 @@ func validTracestate(v string) bool {
 				return false
 			}
 		}
-		if keys = append(keys, k); len(keys) > MaxTraceStateMembers {
+		if keys = append(keys, k); len(keys) > maxTraceStateMembers {
 			return false
 		}
 	}

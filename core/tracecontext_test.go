@@ -104,7 +104,7 @@ func FuzzTraceContext(f *testing.F) {
 		if gotTP == "" && gotTS != "" {
 			t.Fatalf("tracestate %q kept without a traceparent", gotTS)
 		}
-		if len(gotTS) > MaxTraceStateBytes || strings.Count(gotTS, ",")+1 > 4*MaxTraceStateBytes {
+		if len(gotTS) > maxTraceStateBytes || strings.Count(gotTS, ",")+1 > 4*maxTraceStateBytes {
 			t.Fatalf("tracestate of %d bytes kept", len(gotTS))
 		}
 		if gotTP != "" && gotTP != tp || gotTS != "" && gotTS != ts {
@@ -116,7 +116,7 @@ func FuzzTraceContext(f *testing.F) {
 				members++
 			}
 		}
-		if members > MaxTraceStateMembers {
+		if members > maxTraceStateMembers {
 			t.Fatalf("tracestate of %d members kept", members)
 		}
 		if gotTP == "" {

@@ -40,9 +40,7 @@ import (
 var trailerDenied = func() map[string]bool {
 	m := map[string]bool{}
 	for _, list := range [][]string{
-		{"connection", "proxy-connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
-			"transfer-encoding", "upgrade"},
-		SigV4Headers, {"x-functions-key", "cookie"},
+		hopHeaders[:], SigV4Headers, {"x-functions-key", "cookie"},
 		{"idempotency-key", "via", "x-envoy-expected-rq-timeout-ms", "grpc-timeout", "traceparent", "tracestate"},
 		methodOverrideHeaders,
 		{"content-length", "host", "cache-control", "expect", "max-forwards", "pragma", "range", "content-type",
@@ -76,11 +74,9 @@ func passTrailer(route *Route, k string, connection []string) bool {
 			return false
 		}
 	}
-	for _, f := range connection {
-		for sf := range strings.SplitSeq(f, ",") {
-			if HeaderIs(k, strings.TrimSpace(sf)) {
-				return false
-			}
+	for n := range ConnectionNames(connection) {
+		if headerIs(k, n) {
+			return false
 		}
 	}
 	return true

@@ -5,9 +5,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -197,74 +194,6 @@ func TestClockStart(t *testing.T) {
 	} {
 		if got := ClockStart(tt.accepted, arrival); !got.Equal(tt.want) {
 			t.Errorf("%s: ClockStart = %v; want %v", tt.name, got, tt.want)
-		}
-	}
-}
-
-// TestCheckMemory: the body budgets are held against the soft memory limit;
-// a MaxBufferedBytes left at its default fits under half of it, one given
-// beyond it is an error naming the setting, its value and the limit.
-func TestCheckMemory(t *testing.T) {
-	const limit = 1 << 30
-	none := func(string) bool { return false }
-	given := func(names ...string) func(string) bool {
-		return func(n string) bool { return slices.Contains(names, n) }
-	}
-	for _, tt := range []struct {
-		name              string
-		buffered, retry   Count
-		explicit          func(string) bool
-		limit             int64
-		wantBuffered      Count
-		wantErr, wantName string
-	}{
-		{"defaults within 1 GiB", 128 << 20, 10 << 20, none, limit, 128 << 20, "", ""},
-		{"default lowered on a small host", 128 << 20, 10 << 20, none, 100 << 20, 50 << 20, "", ""},
-		{"given within the limit", 900 << 20, 10 << 20, given("MaxBufferedBytes"), limit, 900 << 20, "", ""},
-		{"given at the limit", limit, 10 << 20, given("MaxBufferedBytes"), limit, limit, "", ""},
-		{"given beyond the limit", limit + 1, 10 << 20, given("MaxBufferedBytes"), limit, 0,
-			`setting MaxBufferedBytes="1073741825": want at most 1073741824 bytes, the soft limit (src)`, "MaxBufferedBytes"},
-		{"given beyond the limit, not memory", 64 << 30, 10 << 20, given("MaxBufferedBytes"), limit, 0, "", "MaxBufferedBytes"},
-		{"retry body beyond the limit", 1 << 20, limit + 1, given("MaxBufferedBytes", "MaxRetryBodyBytes"), limit, 0, "", "MaxRetryBodyBytes"},
-		{"unknown memory checks nothing", 64 << 30, 64 << 30, none, 0, 64 << 30, "", ""},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			s := DefaultSettings()
-			s.MaxBufferedBytes, s.MaxRetryBodyBytes = tt.buffered, tt.retry
-			err := s.CheckMemory(tt.limit, "the soft limit (src)", tt.explicit)
-			switch {
-			case tt.wantName == "" && err != nil:
-				t.Fatalf("CheckMemory = %v; want nil", err)
-			case tt.wantName != "" && (err == nil || !strings.HasPrefix(err.Error(), "setting "+tt.wantName+"=") || !strings.Contains(err.Error(), "(src)")):
-				t.Fatalf("CheckMemory = %v; want a one-line error naming %s and the limit's source", err, tt.wantName)
-			case tt.wantErr != "" && err.Error() != tt.wantErr:
-				t.Fatalf("CheckMemory = %q; want %q", err, tt.wantErr)
-			}
-			if err == nil && s.MaxBufferedBytes != tt.wantBuffered {
-				t.Errorf("MaxBufferedBytes = %d; want %d", s.MaxBufferedBytes, tt.wantBuffered)
-			}
-		})
-	}
-}
-
-func TestProfilesFileBounded(t *testing.T) {
-	dir := t.TempDir()
-	ok := filepath.Join(dir, "ok.json")
-	os.WriteFile(ok, []byte(`[{"userId":"u1"}]`), 0o600)
-	big := filepath.Join(dir, "big.json")
-	os.WriteFile(big, []byte(`[{"userId":"u1","pad":"`+strings.Repeat("x", MaxProfilesFileBytes)+`"}]`), 0o600)
-	fifo := filepath.Join(dir, "dir")
-	os.Mkdir(fifo, 0o700)
-	for _, tt := range []struct{ in, wantErr string }{
-		{"file:" + ok, ""},
-		{"file:" + big, "larger than 1048576 bytes"},
-		{"file:/dev/zero", "not a regular file"},
-		{"file:" + fifo, "not a regular file"},
-	} {
-		var p Profiles
-		err := p.Decode(tt.in)
-		if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
-			t.Errorf("Decode(%q) = %v; want error containing %q", tt.in, err, tt.wantErr)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"fngateway/adapters/httpapi"
+	"fngateway/internal/settings"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -57,7 +58,7 @@ func removeCreated(dir string) func() {
 
 // openAsync connects the async store and queue that AsyncStore and
 // AsyncQueue name.
-func openAsync(ctx context.Context, s *core.Settings) (*asyncParts, error) {
+func openAsync(ctx context.Context, s *settings.Settings) (*asyncParts, error) {
 	if s.NotificationTopicArns != "" && !strings.HasPrefix(s.AsyncStore, "s3:") {
 		return nil, &core.SettingError{Name: "NotificationTopicArns", Value: s.NotificationTopicArns,
 			Want: "want it unset unless AsyncStore is s3:// (SNS topics; other stores notify on their own service)"}
@@ -89,13 +90,13 @@ func openAsync(ctx context.Context, s *core.Settings) (*asyncParts, error) {
 }
 
 // newAsync is the async engine over p, forwarding with fwd.
-func newAsync(s *core.Settings, p *asyncParts, fwd *core.Forwarder, stats *core.Stats, host core.HostCaps, logger *slog.Logger) *async.Async {
+func newAsync(s *settings.Settings, p *asyncParts, fwd *core.Forwarder, stats *core.Stats, host core.HostCaps, logger *slog.Logger) *async.Async {
 	return &async.Async{
 		Store:          p.store,
 		Queue:          p.queue,
 		Notifier:       p.notifier,
 		Forwarder:      fwd,
-		Router:         core.NewRouter(s),
+		Router:         s.Router(),
 		TTL:            s.AsyncTTLSecs.D(),
 		PollMax:        s.AsyncPollMaxSecs.D(),
 		Timeout:        s.AsyncTimeout.D(),
@@ -116,7 +117,7 @@ func newAsync(s *core.Settings, p *asyncParts, fwd *core.Forwarder, stats *core.
 // localWorker is the local host's in-process queue worker for a's queue.
 // Its messages stay hidden for one lease, renewed while they run; a queue
 // that cannot renew hides them for a whole attempt.
-func localWorker(s *core.Settings, a *async.Async, limit time.Duration, logger *slog.Logger) *local.Worker {
+func localWorker(s *settings.Settings, a *async.Async, limit time.Duration, logger *slog.Logger) *local.Worker {
 	visibility := async.DefaultLease
 	if _, ok := a.Queue.(async.VisibilityExtender); !ok {
 		visibility = s.AsyncTimeout.D() + s.FunctionLimitMarginMs.D() + 30*time.Second
@@ -125,7 +126,7 @@ func localWorker(s *core.Settings, a *async.Async, limit time.Duration, logger *
 }
 
 // predictor is predictive hand-off, on when AsyncPredictWindow is set.
-func predictor(s *core.Settings) *async.Predictor {
+func predictor(s *settings.Settings) *async.Predictor {
 	if s.AsyncPredictWindow <= 0 {
 		return nil
 	}

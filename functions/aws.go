@@ -22,6 +22,7 @@ import (
 	"fngateway/core"
 	"fngateway/core/async"
 	"fngateway/infra/aws"
+	"fngateway/internal/settings"
 )
 
 type awsParts struct {
@@ -42,7 +43,7 @@ const sqsQueueURLWant = "want an SQS queue URL https://sqs.<region>.amazonaws.co
 // FIFO topics NotificationTopicArns lists. Nothing is contacted here: a
 // wrong credential or endpoint shows in the first async hand-off (503
 // AsyncUnavailable).
-func openAWS(ctx context.Context, s *core.Settings) (*awsParts, error) {
+func openAWS(ctx context.Context, s *settings.Settings) (*awsParts, error) {
 	if _, _, err := aws.ParseLocation(s.AsyncStore); err != nil {
 		return nil, &core.SettingError{Name: "AsyncStore", Value: s.AsyncStore, Want: err.Error()}
 	}

@@ -24,7 +24,7 @@ type awsParts struct {
 	notifier async.Notifier
 }
 
-func openAWS(_ context.Context, s *core.Settings) (*awsParts, error) {
+func openAWS(_ context.Context, s *settings.Settings) (*awsParts, error) {
 	return nil, &core.SettingError{Name: "AsyncStore", Value: s.AsyncStore, Want: "want file:<dir> or azure: " + errNoAWS.Error()}
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"fngateway/core"
 	"fngateway/internal/emulators"
+	"fngateway/internal/settings"
 )
 
 func TestOpenAWSSettingErrors(t *testing.T) {
@@ -39,7 +40,7 @@ func TestOpenAWSSettingErrors(t *testing.T) {
 		{"query", "s3://bucket", queue + "?x=1", "AsyncQueue", "SQS queue URL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := openAWS(t.Context(), &core.Settings{AsyncStore: tc.store, AsyncQueue: tc.queue})
+			_, err := openAWS(t.Context(), &settings.Settings{AsyncStore: tc.store, AsyncQueue: tc.queue})
 			var se *core.SettingError
 			if !errors.As(err, &se) {
 				t.Fatalf("openAWS error = %v, want a SettingError", err)
@@ -53,7 +54,7 @@ func TestOpenAWSSettingErrors(t *testing.T) {
 		t.Setenv("AWS_REGION", "")
 		t.Setenv("AWS_DEFAULT_REGION", "")
 		t.Setenv("AWS_CONFIG_FILE", t.TempDir()+"/none")
-		_, err := openAWS(t.Context(), &core.Settings{AsyncStore: "s3://bucket", AsyncQueue: queue})
+		_, err := openAWS(t.Context(), &settings.Settings{AsyncStore: "s3://bucket", AsyncQueue: queue})
 		var se *core.SettingError
 		if !errors.As(err, &se) || se.Name != "AWS_REGION" {
 			t.Fatalf("openAWS error = %v, want a SettingError naming AWS_REGION", err)
@@ -68,7 +69,7 @@ func TestOpenAWSSettingErrors(t *testing.T) {
 		{"file store", "file:" + t.TempDir(), "arn:aws:sns:us-east-1:123456789012:events.fifo", "s3://"},
 	} {
 		t.Run("NotificationTopicArns "+tc.name, func(t *testing.T) {
-			_, err := openAsync(t.Context(), &core.Settings{AsyncStore: tc.store, AsyncQueue: queue, NotificationTopicArns: tc.arns})
+			_, err := openAsync(t.Context(), &settings.Settings{AsyncStore: tc.store, AsyncQueue: queue, NotificationTopicArns: tc.arns})
 			var se *core.SettingError
 			if !errors.As(err, &se) || se.Name != "NotificationTopicArns" || !strings.Contains(se.Want, tc.mention) || strings.Contains(se.Error(), "\n") {
 				t.Fatalf("openAsync error = %v; want one line naming NotificationTopicArns and mentioning %q", err, tc.mention)
@@ -76,7 +77,7 @@ func TestOpenAWSSettingErrors(t *testing.T) {
 		})
 	}
 	t.Run("openAsync", func(t *testing.T) {
-		_, err := openAsync(t.Context(), &core.Settings{AsyncModeEnabled: true, AsyncStore: "s3:bucket"})
+		_, err := openAsync(t.Context(), &settings.Settings{AsyncModeEnabled: true, AsyncStore: "s3:bucket"})
 		var se *core.SettingError
 		if !errors.As(err, &se) || se.Name != "AsyncStore" || !strings.Contains(se.Want, "s3://<bucket>") {
 			t.Fatalf("openAsync(AsyncStore=s3:bucket) error = %v, want a SettingError on AsyncStore", err)
@@ -107,7 +108,7 @@ func TestOpenAWSEndpointsFromEnvironment(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	parts, err := openAWS(ctx, &core.Settings{
+	parts, err := openAWS(ctx, &settings.Settings{
 		AsyncStore: "s3://gateway-env/results",
 		AsyncQueue: f.QueueURL("gateway-continuations"),
 	})
@@ -151,7 +152,7 @@ func TestOpenAWSEndpointsFromEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatalf("CreateTopic: %v", err)
 	}
-	parts, err = openAWS(ctx, &core.Settings{
+	parts, err = openAWS(ctx, &settings.Settings{
 		AsyncStore:            "s3://gateway-env/results",
 		AsyncQueue:            f.QueueURL("gateway-continuations"),
 		NotificationTopicArns: *topic.TopicArn,

@@ -20,6 +20,7 @@ import (
 	"fngateway/core"
 	"fngateway/core/async"
 	"fngateway/infra/azure"
+	"fngateway/internal/settings"
 )
 
 type azureParts struct {
@@ -30,7 +31,7 @@ type azureParts struct {
 
 // openAzure connects AsyncStore=azure to the storage account the Functions
 // host itself uses, as azureStorageConfig reads it from the environment.
-func openAzure(_ context.Context, s *core.Settings) (*azureParts, error) {
+func openAzure(_ context.Context, s *settings.Settings) (*azureParts, error) {
 	cfg, err := azureStorageConfig(s.AzureWebJobsStorage, os.Getenv)
 	if err != nil {
 		return nil, err

@@ -24,7 +24,7 @@ type azureParts struct {
 	notifier async.Notifier
 }
 
-func openAzure(_ context.Context, s *core.Settings) (*azureParts, error) {
+func openAzure(_ context.Context, s *settings.Settings) (*azureParts, error) {
 	return nil, &core.SettingError{Name: "AsyncStore", Value: s.AsyncStore, Want: "want file:<dir> or s3://<bucket>[/<prefix>]: " + errNoAzure.Error()}
 }
 

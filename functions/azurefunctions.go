@@ -12,6 +12,7 @@ import (
 
 	"fngateway/adapters/azurefunctions"
 	"fngateway/core"
+	"fngateway/internal/settings"
 )
 
 // defaultAzureQueue is AsyncQueue's default for AsyncStore=azure, and the
@@ -125,7 +126,7 @@ func websiteAuthEnabled(lookup func(string) (string, bool)) (bool, error) {
 // checkContinuationQueue makes sure continuations are enqueued where the
 // continuation function is triggered: AsyncQueue and the queueName of
 // continuation/function.json must name the same queue.
-func checkContinuationQueue(s *core.Settings) error {
+func checkContinuationQueue(s *settings.Settings) error {
 	root := os.Getenv("FUNCTIONS_APP_ROOT_PATH")
 	if root == "" {
 		return nil

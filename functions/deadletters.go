@@ -17,6 +17,7 @@ import (
 	"fngateway/core"
 	"fngateway/core/async"
 	"fngateway/infra/filestore"
+	"fngateway/internal/settings"
 )
 
 // deadLettersUsage is printed by `gateway deadletters -h` and above a
@@ -228,7 +229,7 @@ func openDeadLetters(ctx context.Context, env func(string) (string, bool), dlq s
 		v, _ := env(strings.ToUpper(name))
 		return v
 	}
-	store := core.DefaultSettings().AsyncStore
+	store := settings.DefaultSettings().AsyncStore
 	if v, ok := env("AsyncStore"); ok {
 		store = v
 	} else if v, ok := env("ASYNCSTORE"); ok {

@@ -77,7 +77,7 @@ flags:
 // os.LookupEnv; each setting is looked up as named, then in upper case),
 // clock and streams given.
 func explainCmd(args []string, env func(string) (string, bool), now time.Time, stdout, stderr io.Writer) int {
-	def := core.DefaultSettings() // the one source of defaults
+	def := settings.DefaultSettings() // the one source of defaults
 	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var (
@@ -134,7 +134,7 @@ func explainCmd(args []string, env func(string) (string, bool), now time.Time, s
 	if countFrom == "" {
 		var hosts core.HostList
 		if r.value("", "", "Hosts", &hosts) != "" {
-			count, countFrom = core.Count(len(hosts)), "one per host of Hosts"
+			count, countFrom = settings.Count(len(hosts)), "one per host of Hosts"
 		}
 	}
 	if r.err != nil {

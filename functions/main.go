@@ -34,6 +34,7 @@ import (
 	"fngateway/core/async"
 	"fngateway/infra/filestore"
 	"fngateway/infra/otel"
+	"fngateway/internal/settings"
 )
 
 func main() {
@@ -224,7 +225,7 @@ func (gw *gateway) abandon(ctx context.Context) {
 // the async engine over its store and queue (only with AsyncModeEnabled)
 // and the telemetry. What only one host runs (the local worker, the
 // Lambda handler, the Functions server) its run path builds.
-func assemble(ctx context.Context, s *core.Settings, host core.HostCaps, logger *slog.Logger) (_ *gateway, err error) {
+func assemble(ctx context.Context, s *settings.Settings, host core.HostCaps, logger *slog.Logger) (_ *gateway, err error) {
 	stats := &core.Stats{}
 	transport := core.NewTransport()
 	transport.MaxResponseHeaderBytes = int64(s.MaxResponseHeaderBytes)

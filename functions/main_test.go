@@ -3,14 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"fngateway/internal/settings"
 	"net"
 	"os"
 	"reflect"
 	"strings"
 	"testing"
 	"testing/synctest"
-
-	"fngateway/core"
 )
 
 // TestRunListenAddrInUse: a ListenAddr another process holds ends the
@@ -18,7 +17,7 @@ import (
 // goroutine behind waiting for a SIGTERM that never comes (synctest.Test
 // fails on one).
 func TestRunListenAddrInUse(t *testing.T) {
-	st := reflect.TypeOf(core.Settings{})
+	st := reflect.TypeOf(settings.Settings{})
 	for i := range st.NumField() {
 		for _, n := range []string{st.Field(i).Name, strings.ToUpper(st.Field(i).Name)} {
 			t.Setenv(n, "")

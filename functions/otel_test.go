@@ -8,7 +8,7 @@ import (
 
 	"fngateway/adapters/httpapi"
 	"fngateway/adapters/local"
-	"fngateway/core"
+	"fngateway/internal/settings"
 )
 
 // TestTelemetryOnlyWithEndpoint: without an OTLP endpoint nothing of
@@ -29,7 +29,7 @@ func TestTelemetryOnlyWithEndpoint(t *testing.T) {
 			for _, k := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_SDK_DISABLED"} {
 				t.Setenv(k, tc.env[k])
 			}
-			s := core.DefaultSettings()
+			s := settings.DefaultSettings()
 			if err := s.Hosts.Decode("http://127.0.0.1:1"); err != nil {
 				t.Fatal(err)
 			}

@@ -15,14 +15,14 @@ func (gw *gateway) serveSettings(r *settings.Reloader) {
 	h := gw.live.Handler()
 	h.SettingsView = r
 	h.ExtraStats = r.Counters
-	r.Apply = func(s *core.Settings) error { return gw.reload(context.Background(), s) }
+	r.Apply = func(s *settings.Settings) error { return gw.reload(context.Background(), s) }
 }
 
 // reload serves the next requests with s: a copy of the Forwarder with the
 // new backoff and the authorizers of s's routes; the retry budget and the
 // ejection state carry over (a new budget only when its own settings
 // changed), so hosts still configured keep what they learnt.
-func (gw *gateway) reload(ctx context.Context, s *core.Settings) error {
+func (gw *gateway) reload(ctx context.Context, s *settings.Settings) error {
 	old := gw.live.Handler()
 	fwd := *old.Forwarder
 	fwd.BackoffBase = s.RetryBackoffMs.D()
@@ -36,7 +36,7 @@ func (gw *gateway) reload(ctx context.Context, s *core.Settings) error {
 	fwd.Authorizers = auths
 	gw.live.Swap(s, &fwd)
 	if a := gw.async; a != nil {
-		a.Retune(async.Tuning{Forwarder: &fwd, Router: core.NewRouter(s), TTL: s.AsyncTTLSecs.D(),
+		a.Retune(async.Tuning{Forwarder: &fwd, Router: s.Router(), TTL: s.AsyncTTLSecs.D(),
 			Timeout: s.AsyncTimeout.D(), TriggerTimeout: s.AsyncTriggerTimeout.D()})
 	}
 	return nil

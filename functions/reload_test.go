@@ -7,14 +7,14 @@ import (
 	"time"
 
 	"fngateway/adapters/local"
-	"fngateway/core"
+	"fngateway/internal/settings"
 )
 
 // TestReloadKeepsUpstreamState: a reload swaps the settings and the
 // backoff in, and keeps the ejection state and the retry budget of the
 // forwarder in force (a new budget only when its own settings changed).
 func TestReloadKeepsUpstreamState(t *testing.T) {
-	s := core.DefaultSettings()
+	s := settings.DefaultSettings()
 	if err := s.Hosts.Decode("http://127.0.0.1:1"); err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func TestReloadKeepsUpstreamState(t *testing.T) {
 	}()
 	old := gw.live.Handler().Forwarder
 	s2 := s
-	s2.DefaultTTLSecs, s2.RetryBackoffMs = core.Seconds(60*time.Second), core.Millis(100*time.Millisecond)
+	s2.DefaultTTLSecs, s2.RetryBackoffMs = settings.Seconds(60*time.Second), settings.Millis(100*time.Millisecond)
 	if err := gw.reload(context.Background(), &s2); err != nil {
 		t.Fatal(err)
 	}

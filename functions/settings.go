@@ -17,7 +17,7 @@ import (
 // names them, and validates them against the execution limit the host
 // imposes (hostLimit, zero for none). The error is one line naming the
 // setting, its value and what is expected.
-func loadSettings(hostLimit time.Duration) (*core.Settings, time.Duration, error) {
+func loadSettings(hostLimit time.Duration) (*settings.Settings, time.Duration, error) {
 	rules, err := settingsRules(hostLimit)
 	if err != nil {
 		return nil, 0, err
@@ -57,7 +57,7 @@ func settingsRules(hostLimit time.Duration) (settings.Rules, error) {
 // openSettings reads the settings in force at start-up: the environment
 // and, when SettingsSource names a source, its document laid over it. The
 // Reloader it returns keeps them: its Run polls the source.
-func openSettings(ctx context.Context, hostLimit time.Duration, logger *slog.Logger) (*core.Settings, time.Duration, *settings.Reloader, error) {
+func openSettings(ctx context.Context, hostLimit time.Duration, logger *slog.Logger) (*settings.Settings, time.Duration, *settings.Reloader, error) {
 	rules, err := settingsRules(hostLimit)
 	if err != nil {
 		return nil, 0, nil, err
@@ -75,7 +75,7 @@ func openSettings(ctx context.Context, hostLimit time.Duration, logger *slog.Log
 			}
 		}
 		if v, ok := lookup(settings.OptionalSetting); ok {
-			var b core.Bool
+			var b settings.Bool
 			if err := b.Decode(v); err != nil {
 				return nil, 0, nil, &core.SettingError{Name: settings.OptionalSetting, Value: v, Want: err.Error()}
 			}

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"fngateway/core"
 	"fngateway/internal/settings"
 )
 
@@ -67,7 +66,7 @@ func readSettingsTable(tb testing.TB) []docRow {
 }
 
 // TestSettingsReferenceMatchesCode keeps docs/settings.md equal to
-// core.Settings: every field has a row, its default is the struct tag's,
+// settings.Settings: every field has a row, its default is the struct tag's,
 // its unit fits the field's type, its Reload column is the class
 // internal/settings gives it (settings.Classes), and no row names a setting
 // the code does not read (the platform's and OpenTelemetry's own variables
@@ -83,7 +82,7 @@ func TestSettingsReferenceMatchesCode(t *testing.T) {
 			byName[n] = r
 		}
 	}
-	typ := reflect.TypeFor[core.Settings]()
+	typ := reflect.TypeFor[settings.Settings]()
 	fields := map[string]bool{}
 	for i := range typ.NumField() {
 		f := typ.Field(i)
@@ -105,13 +104,13 @@ func TestSettingsReferenceMatchesCode(t *testing.T) {
 		}
 		var unitOK bool
 		switch f.Type {
-		case reflect.TypeFor[core.Millis]():
+		case reflect.TypeFor[settings.Millis]():
 			unitOK = r.unit == "ms"
-		case reflect.TypeFor[core.Seconds]():
+		case reflect.TypeFor[settings.Seconds]():
 			unitOK = r.unit == "s" || strings.HasPrefix(r.unit, "s ")
-		case reflect.TypeFor[core.Count]():
+		case reflect.TypeFor[settings.Count]():
 			unitOK = r.unit == "count" || r.unit == "bytes" || r.unit == "%"
-		case reflect.TypeFor[core.Bool]():
+		case reflect.TypeFor[settings.Bool]():
 			unitOK = r.unit == "bool"
 		default:
 			unitOK = r.unit != ""
@@ -148,7 +147,7 @@ func TestSettingsReferenceMatchesCode(t *testing.T) {
 				}
 				continue
 			}
-			t.Errorf("%s:%d: row names %s, which core.Settings does not have", settingsDoc, r.line, n)
+			t.Errorf("%s:%d: row names %s, which settings.Settings does not have", settingsDoc, r.line, n)
 		}
 	}
 }

@@ -1,22 +1,21 @@
 package main
 
 import (
+	"fngateway/internal/settings"
 	"os"
 	"reflect"
 	"runtime/debug"
 	"strings"
 	"testing"
-
-	"fngateway/core"
 )
 
 // TestSettingsDefaultsOneSource: the settings read from an environment
-// with only Hosts are core.DefaultSettings plus Hosts, and a new setting is
+// with only Hosts are settings.DefaultSettings plus Hosts, and a new setting is
 // read from its name.
 func TestSettingsDefaultsOneSource(t *testing.T) {
 	// loadSettings mirrors each setting under its upper-case name with
 	// os.Setenv: t.Setenv both names first, so both are restored.
-	st := reflect.TypeOf(core.Settings{})
+	st := reflect.TypeOf(settings.Settings{})
 	for i := range st.NumField() {
 		for _, n := range []string{st.Field(i).Name, strings.ToUpper(st.Field(i).Name)} {
 			t.Setenv(n, "")
@@ -28,10 +27,10 @@ func TestSettingsDefaultsOneSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := core.DefaultSettings()
+	want := settings.DefaultSettings()
 	want.Hosts = s.Hosts
 	if !reflect.DeepEqual(*s, want) {
-		t.Errorf("settings with only Hosts:\n%+v\nwant core.DefaultSettings():\n%+v", *s, want)
+		t.Errorf("settings with only Hosts:\n%+v\nwant settings.DefaultSettings():\n%+v", *s, want)
 	}
 
 	t.Setenv("PublicBaseURL", "https://api.example.com/gw/")

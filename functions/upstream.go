@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"fngateway/core"
+	"fngateway/internal/settings"
 )
 
 // upstreamPolicy gives fwd the upstream policy of docs/settings.md#upstream-policy-per-route: the retry
@@ -14,7 +15,7 @@ import (
 // IDENTITY_HEADER) on Azure or the default credential chain elsewhere;
 // AWS credentials from the SDK's default chain (the Lambda role). Nothing is
 // fetched here: the first request that needs a credential fetches it.
-func upstreamPolicy(ctx context.Context, s *core.Settings, fwd *core.Forwarder) error {
+func upstreamPolicy(ctx context.Context, s *settings.Settings, fwd *core.Forwarder) error {
 	fwd.RetryBudget = core.NewRetryBudget(int64(s.RetryBudgetPercent), int64(s.RetryBudgetMinConcurrency))
 	fwd.Ejector = &core.Ejector{}
 	fwd.Balancer = &core.Balancer{}
@@ -29,7 +30,7 @@ func upstreamPolicy(ctx context.Context, s *core.Settings, fwd *core.Forwarder) 
 // routeAuthorizers returns an Authorizer for each route auth of s, taking
 // those have already holds (a reload keeps their cached credentials); nil
 // when no route asks for one.
-func routeAuthorizers(ctx context.Context, s *core.Settings, have map[core.BackendAuth]core.Authorizer) (map[core.BackendAuth]core.Authorizer, error) {
+func routeAuthorizers(ctx context.Context, s *settings.Settings, have map[core.BackendAuth]core.Authorizer) (map[core.BackendAuth]core.Authorizer, error) {
 	var out map[core.BackendAuth]core.Authorizer
 	var entra func(scope string) core.Authorizer // one credential for every entra route
 	for _, r := range s.Routes {

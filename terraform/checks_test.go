@@ -13,7 +13,6 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 
-	"fngateway/core"
 	"fngateway/internal/settings"
 )
 
@@ -24,13 +23,13 @@ type setting struct {
 	required bool
 }
 
-// gatewaySettings reads the settings the gateway knows from core.Settings
+// gatewaySettings reads the settings the gateway knows from settings.Settings
 // (the field names are the settings, the struct tags their defaults), and
 // adds the settings source's own (internal/settings: read from the
 // environment only, never from a document), with their defaults.
 func gatewaySettings() map[string]setting {
 	out := map[string]setting{}
-	t := reflect.TypeOf(core.Settings{})
+	t := reflect.TypeOf(settings.Settings{})
 	for i := range t.NumField() {
 		f := t.Field(i)
 		def, ok := f.Tag.Lookup("default")
@@ -175,7 +174,7 @@ func checkSettingsKnown(m *module, sp spec, known map[string]setting) []string {
 		}
 		seen[n] = true
 		if !allowed(n) {
-			problems = append(problems, fmt.Sprintf("%s writes %s, which the gateway does not read (not a core.Settings field nor a settings source's setting) and which is not a documented host setting", m.name, n))
+			problems = append(problems, fmt.Sprintf("%s writes %s, which the gateway does not read (not a settings.Settings field nor a settings source's setting) and which is not a documented host setting", m.name, n))
 		}
 	}
 	return problems

@@ -21,8 +21,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"fngateway/core"
 	"fngateway/internal/emulators"
+	"fngateway/internal/settings"
 )
 
 // deployedEnvironment reads the settings terraform/examples/aws deploys
@@ -121,7 +121,7 @@ func TestLambdaModuleEnvironment(t *testing.T) {
 	}
 
 	// 2. An async request: 202 at the gateway's default trigger.
-	trigger := time.Duration(core.DefaultSettings().AsyncTriggerTimeout)
+	trigger := time.Duration(settings.DefaultSettings().AsyncTriggerTimeout)
 	a, body, took := f.invokeHTTP(t, httpEvent(t, "lambda-urls-request.json", httpRequest{
 		method: "POST", rawPath: "/reports/slow",
 		headers: map[string]string{"s7pasyncmode": "true", "x-userprofile": "batch"},

@@ -24,21 +24,36 @@ var errTooLarge = errors.New("the answer passes the host's response limit")
 
 // answerCap is the bounded writer between a backend's answer and a host
 // with a response limit. It counts what the answer costs as the host will
-// send it (core.PayloadMeter). For a host that sends answers whole it holds
+// send it (core.PayloadMeter; the body's bytes when the limit states no
+// Form). For a host that sends answers whole it holds
 // the body, never more than the limit allows, so that an answer that will
 // not fit can still be answered 502; for a streaming host it passes each
 // write on, and refuses the one that would pass the limit.
 type answerCap struct {
 	http.ResponseWriter
 	limit core.ResponseLimit
-	meter *core.PayloadMeter
-	held  heldBody // the body, for a Whole host
+	meter core.PayloadMeter
+	bytes bodyBytes // the meter when the limit states no Form
+	held  heldBody  // the body, for a Whole host
 	over  bool
 }
 
 func newAnswerCap(w http.ResponseWriter, l core.ResponseLimit) *answerCap {
-	return &answerCap{ResponseWriter: w, limit: l, meter: core.NewPayloadMeter(l.Form, w.Header())}
+	c := &answerCap{ResponseWriter: w, limit: l}
+	c.meter = &c.bytes
+	if l.Form != nil {
+		c.meter = l.Form.Meter(w.Header())
+	}
+	return c
 }
+
+// bodyBytes counts an answer's body alone, as it is: the cost of an answer
+// under a limit without a Form (core.ResponseLimit).
+type bodyBytes int64
+
+func (b *bodyBytes) Write(p []byte) (int, error) { *b += bodyBytes(len(p)); return len(p), nil }
+func (b *bodyBytes) Least(more int64) int64      { return int64(*b) + more }
+func (b *bodyBytes) Cost() int64                 { return int64(*b) }
 
 // fits reports whether an answer with a body of contentLength bytes (-1:
 // unknown) can fit, as far as can be told before its body is read.
@@ -73,7 +88,7 @@ func (c *answerCap) Write(p []byte) (int, error) {
 }
 
 // end counts the answer whose body is complete as the host will send it
-// (core.PayloadMeter.Cost, in the encoding the host chooses by the same
+// (core.PayloadMeter's Cost, in the encoding the host chooses by the same
 // rule): for a Whole host, an answer whose final encoding passes the
 // limit is over, though its least cost fit while it arrived (a text body
 // whose last rune is cut goes base64).
@@ -164,8 +179,8 @@ func (h *Handler) tooLarge(c *answerCap, res *core.Result, contentLength int64) 
 }
 
 func formNote(f core.PayloadForm) string {
-	if f == core.PayloadJSON {
-		return " of response payload, headers and JSON encoding included (a binary body is base64-encoded)"
+	if f != nil {
+		return f.Note()
 	}
 	return ""
 }

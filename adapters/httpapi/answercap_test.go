@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"fngateway/adapters/lambda"
 	"fngateway/core"
 )
 
@@ -43,8 +44,8 @@ func (b *sizedBody) Close() error { b.closed = true; return nil }
 // fits passes whole; on a streaming host one that passes the limit after
 // its status is cut.
 func TestAnswerCap(t *testing.T) {
-	whole := core.ResponseLimit{MaxBytes: 1000, Whole: true, Form: core.PayloadJSON}
-	stream := core.ResponseLimit{MaxBytes: 1000, Form: core.PayloadBytes}
+	whole := core.ResponseLimit{MaxBytes: 1000, Whole: true, Form: lambda.BufferedResponse.Form}
+	stream := core.ResponseLimit{MaxBytes: 1000}
 	tests := []struct {
 		name        string
 		limit       core.ResponseLimit
@@ -156,7 +157,7 @@ func TestAnswerCapFinalEncoding(t *testing.T) {
 					ContentLength: -1, Body: io.NopCloser(bytes.NewReader(tt.body))}, nil
 			})
 			h := &Handler{Settings: testSettings(t, "http://backend.invalid:1"), Forwarder: &core.Forwarder{Transport: rt},
-				Host: core.HostCaps{Name: "test", Response: core.ResponseLimit{MaxBytes: limit, Whole: true, Form: core.PayloadJSON}}}
+				Host: core.HostCaps{Name: "test", Response: core.ResponseLimit{MaxBytes: limit, Whole: true, Form: lambda.BufferedResponse.Form}}}
 			h.Init()
 			w := httptest.NewRecorder()
 			h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://gw/x", nil))
@@ -170,7 +171,10 @@ func TestAnswerCapFinalEncoding(t *testing.T) {
 				if !bytes.Equal(w.Body.Bytes(), tt.body) {
 					t.Errorf("body of %d bytes, want the backend's %d", w.Body.Len(), len(tt.body))
 				}
-				m := core.NewPayloadMeter(core.PayloadJSON, w.Header())
+				m := lambda.BufferedResponse.Form.Meter(w.Header()).(interface {
+					core.PayloadMeter
+					Base64() bool
+				})
 				m.Write(w.Body.Bytes())
 				if !m.Base64() || m.Cost() > limit {
 					t.Errorf("the answer travels base64 %v at %d bytes, want base64 within %d", m.Base64(), m.Cost(), limit)
@@ -187,7 +191,7 @@ func TestAnswerCapHead(t *testing.T) {
 		return &http.Response{StatusCode: 200, Header: http.Header{"Content-Length": {"7000000"}}, ContentLength: 7000000, Body: http.NoBody}, nil
 	})
 	h := &Handler{Settings: testSettings(t, "http://backend.invalid:1"), Forwarder: &core.Forwarder{Transport: rt},
-		Host: core.HostCaps{Response: core.ResponseLimit{MaxBytes: 1000, Whole: true, Form: core.PayloadJSON}}}
+		Host: core.HostCaps{Response: core.ResponseLimit{MaxBytes: 1000, Whole: true, Form: lambda.BufferedResponse.Form}}}
 	h.Init()
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, httptest.NewRequest(http.MethodHead, "http://gw/x", nil))
@@ -208,9 +212,26 @@ func TestAnswerCapPerRequest(t *testing.T) {
 	h.Init()
 	w := httptest.NewRecorder()
 	r := httptest.NewRequest(http.MethodGet, "http://gw/x", nil)
-	r = r.WithContext(core.WithResponseLimit(r.Context(), core.ResponseLimit{MaxBytes: 1000, Whole: true, Form: core.PayloadJSON}))
+	r = r.WithContext(core.WithResponseLimit(r.Context(), core.ResponseLimit{MaxBytes: 1000, Whole: true, Form: lambda.BufferedResponse.Form}))
 	h.ServeHTTP(w, r)
 	if w.Code != http.StatusBadGateway || w.Header().Get("X-Gateway-Error") != "ResponseTooLarge" {
 		t.Errorf("status %d %q, want 502 ResponseTooLarge", w.Code, w.Header().Get("X-Gateway-Error"))
+	}
+}
+
+// TestAnswerCapBodyBytes: under a limit without a Form (a Lambda response
+// stream) an answer costs its body's bytes alone, its headers not counted
+// (moved from core's TestPayloadMeterHead with the bytes form).
+func TestAnswerCapBodyBytes(t *testing.T) {
+	w := httptest.NewRecorder()
+	w.Header().Set("Content-Type", "text/plain")
+	w.Header()["Set-Cookie"] = []string{"a=1", "b=2"}
+	c := newAnswerCap(w, core.ResponseLimit{MaxBytes: 1000})
+	if got := c.meter.Cost(); got != 0 {
+		t.Errorf("an empty answer costs %d; want 0, headers not counted", got)
+	}
+	c.meter.Write([]byte("hello"))
+	if got, least := c.meter.Cost(), c.meter.Least(3); got != 5 || least != 8 {
+		t.Errorf("5 bytes cost %d, at least %d with 3 more; want 5 and 8", got, least)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"fngateway/core"
 	"fngateway/core/async"
+	"fngateway/internal/settings"
 )
 
 // inlineLimit is AsyncInlineResultBytes, or its default when unset.
@@ -18,7 +19,7 @@ func (h *Handler) inlineLimit() int64 {
 	if n := h.Settings.AsyncInlineResultBytes; n > 0 {
 		return int64(n)
 	}
-	return int64(core.DefaultSettings().AsyncInlineResultBytes)
+	return int64(settings.DefaultSettings().AsyncInlineResultBytes)
 }
 
 // serveResult answers the status URI of a finished request with the result

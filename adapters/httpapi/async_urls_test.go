@@ -33,7 +33,7 @@ func TestResultURLAnswers(t *testing.T) {
 	const ttl = 2 * time.Second // the read grace is as long
 	g := startGW(t, be.URL, func(h *Handler) {
 		h.Async = &async.Async{Store: briefSigner{fs}, Queue: fs, Notifier: fs, Forwarder: h.Forwarder,
-			Router: core.NewRouter(h.Settings), TTL: ttl}
+			Router: h.Settings.Router(), TTL: ttl}
 		h.Blobs = fs
 	})
 	arrival := time.Now()

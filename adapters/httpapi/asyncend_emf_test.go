@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"fngateway/core"
 	"fngateway/core/async"
+	"fngateway/internal/settings"
 )
 
 // TestLogAsyncEndEMF: with an EMF namespace the async end line carries its
@@ -26,7 +26,7 @@ func TestLogAsyncEndEMF(t *testing.T) {
 	arrival := time.Now().Add(-time.Second)
 	for state, name := range states {
 		var buf bytes.Buffer
-		LogAsyncEnd(slog.New(slog.NewJSONHandler(&buf, nil)), core.EmfNamespace("Gateway/Test"))(context.Background(),
+		LogAsyncEnd(slog.New(slog.NewJSONHandler(&buf, nil)), settings.EmfNamespace("Gateway/Test"))(context.Background(),
 			async.End{ID: "abc", State: state, Status: 200, Attempts: 3, Arrival: arrival, Completed: time.Now()})
 		ns, values, dims := cloudWatchMetrics(t, bytes.TrimSpace(buf.Bytes()))
 		if ns != "Gateway/Test" {

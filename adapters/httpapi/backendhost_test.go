@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"fngateway/core"
+	"fngateway/internal/settings"
 )
 
 // TestBackendHostHeader: every answer names the host that served it by
@@ -32,7 +33,7 @@ func TestBackendHostHeader(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := testSettings(t, tt.hosts)
-			s.RetryBackoffMs = core.Millis(time.Millisecond)
+			s.RetryBackoffMs = settings.Millis(time.Millisecond)
 			h := &Handler{Settings: s, Forwarder: &core.Forwarder{Transport: core.NewTransport(), Balancer: &core.Balancer{}}, Stats: &core.Stats{}}
 			h.Init()
 			rec := httptest.NewRecorder()
@@ -75,8 +76,8 @@ func TestCallerDeadlineShortensTTL(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := testSettings(t, be.URL)
-			s.DefaultTTLSecs = core.Seconds(tt.ttl)
-			s.Timeout = core.Millis(time.Hour)
+			s.DefaultTTLSecs = settings.Seconds(tt.ttl)
+			s.Timeout = settings.Millis(time.Hour)
 			h := &Handler{Settings: s, Forwarder: &core.Forwarder{Transport: core.NewTransport()}, Stats: &core.Stats{}}
 			h.Init()
 			rec := httptest.NewRecorder()

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"fngateway/core"
+	"fngateway/internal/settings"
 )
 
 // answer64 is the 64-byte answer of the per-request benchmarks.
@@ -41,7 +42,7 @@ func (w *discardRW) Flush()                      {}
 // httputil's own BenchmarkServeHTTP does. allocs/op and B/op are per
 // request.
 func BenchmarkServeHTTP(b *testing.B) {
-	s := core.DefaultSettings()
+	s := settings.DefaultSettings()
 	if err := s.Hosts.Decode("http://backend.test"); err != nil {
 		b.Fatal(err)
 	}

@@ -26,6 +26,7 @@ import (
 
 	"fngateway/core"
 	"fngateway/core/async"
+	"fngateway/internal/settings"
 )
 
 // lockedBuffer is a log sink safe for the server's goroutines.
@@ -375,7 +376,7 @@ func TestSlowUpload408(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := startGW(t, be.URL, func(h *Handler) { h.Settings.ClientBodyTimeoutMs = core.Millis(tt.stall) })
+			g := startGW(t, be.URL, func(h *Handler) { h.Settings.ClientBodyTimeoutMs = settings.Millis(tt.stall) })
 			conn, err := net.Dial("tcp", g.addr())
 			if err != nil {
 				t.Fatal(err)
@@ -475,8 +476,8 @@ func TestBodyLimits(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			first.Store(false)
 			g := startGW(t, be.URL+","+be.URL, func(h *Handler) {
-				h.Settings.MaxRetryBodyBytes = core.Count(tt.maxRetry)
-				h.Settings.MaxBufferedBytes = core.Count(tt.maxBuffer)
+				h.Settings.MaxRetryBodyBytes = settings.Count(tt.maxRetry)
+				h.Settings.MaxBufferedBytes = settings.Count(tt.maxBuffer)
 			})
 			var rb io.Reader = strings.NewReader(body)
 			if tt.chunked {
@@ -550,7 +551,7 @@ func TestStreamedUploadStalled(t *testing.T) {
 	}))
 	defer be.Close()
 	g := startGW(t, be.URL, func(h *Handler) {
-		h.Settings.ClientBodyTimeoutMs = core.Millis(300 * time.Millisecond)
+		h.Settings.ClientBodyTimeoutMs = settings.Millis(300 * time.Millisecond)
 		h.Settings.MaxRetryBodyBytes = 10
 	})
 	conn, err := net.Dial("tcp", g.addr())
@@ -600,7 +601,7 @@ func TestBodyDeadlineEndsWithUpload(t *testing.T) {
 		w.Write(b)
 	}))
 	defer be.Close()
-	g := startGW(t, be.URL, func(h *Handler) { h.Settings.ClientBodyTimeoutMs = core.Millis(200 * time.Millisecond) })
+	g := startGW(t, be.URL, func(h *Handler) { h.Settings.ClientBodyTimeoutMs = settings.Millis(200 * time.Millisecond) })
 	for _, chunked := range []bool{false, true} {
 		var rb io.Reader = strings.NewReader("hello")
 		if chunked {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"fngateway/core"
+	"fngateway/internal/settings"
 )
 
 // The per-request log line in CloudWatch Embedded Metric Format (setting
@@ -156,13 +157,13 @@ var emfAsyncEndMetrics = []emfMetric{
 // emfAsyncEndDirective is the _aws object of the async end line in
 // namespace ns: the dimensionless series only, as the ending does not know
 // its request's route.
-func emfAsyncEndDirective(ns core.EmfNamespace, now time.Time) json.RawMessage {
+func emfAsyncEndDirective(ns settings.EmfNamespace, now time.Time) json.RawMessage {
 	return emfDirectiveJSON(ns, now, emfAsyncEndMetrics, [][]string{{}})
 }
 
 // emfDirectiveJSON is the _aws object of one line: metrics in namespace
 // ns under the dimension sets dims, at now.
-func emfDirectiveJSON(ns core.EmfNamespace, now time.Time, metrics []emfMetric, dims [][]string) json.RawMessage {
+func emfDirectiveJSON(ns settings.EmfNamespace, now time.Time, metrics []emfMetric, dims [][]string) json.RawMessage {
 	d := emfDirective{Timestamp: now.UnixMilli()}
 	d.CloudWatchMetrics = make([]struct {
 		Namespace  string      `json:"Namespace"`

@@ -22,13 +22,14 @@ import (
 
 	"fngateway/core"
 	"fngateway/core/async"
+	"fngateway/internal/settings"
 )
 
 // Handler serves gateway requests. Set its fields, then call Init once;
 // it is safe for concurrent use afterwards.
 type Handler struct {
 	// Settings are the validated settings. Required.
-	Settings *core.Settings
+	Settings *settings.Settings
 	// Forwarder runs attempts. Required.
 	Forwarder *core.Forwarder
 	// Stats counts requests; nil counts nothing.
@@ -53,14 +54,14 @@ type Handler struct {
 }
 
 // Init prepares h for serving. A zero Settings.MaxBufferedBytes means the
-// contract's default budget (core.DefaultSettings); a zero
+// contract's default budget (settings.DefaultSettings); a zero
 // ClientBodyTimeoutMs, no limit on the silence between body reads (the TTL
 // still bounds a buffered body).
 func (h *Handler) Init() {
-	h.router = core.NewRouter(h.Settings)
+	h.router = h.Settings.Router()
 	budget := h.Settings.MaxBufferedBytes
 	if budget == 0 {
-		budget = core.DefaultSettings().MaxBufferedBytes
+		budget = settings.DefaultSettings().MaxBufferedBytes
 	}
 	h.bodies = core.NewByteBudget(int64(budget))
 	h.clientLog = &ClientLog{}
@@ -280,11 +281,9 @@ func upgradeType(h http.Header) string {
 	if up == "" {
 		return ""
 	}
-	for _, v := range h["Connection"] {
-		for tok := range strings.SplitSeq(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(tok), "upgrade") {
-				return up
-			}
+	for tok := range core.ConnectionNames(h["Connection"]) {
+		if strings.EqualFold(tok, "upgrade") {
+			return up
 		}
 	}
 	return ""

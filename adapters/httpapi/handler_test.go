@@ -11,15 +11,16 @@ import (
 
 	"fngateway/core"
 	"fngateway/core/async"
+	"fngateway/internal/settings"
 )
 
-func testSettings(tb testing.TB, hosts string) *core.Settings {
+func testSettings(tb testing.TB, hosts string) *settings.Settings {
 	tb.Helper()
-	s := core.DefaultSettings()
-	s.Timeout = core.Millis(time.Minute)
+	s := settings.DefaultSettings()
+	s.Timeout = settings.Millis(time.Minute)
 	s.MaxRetryBodyBytes = 1 << 20
-	s.AsyncTimeout = core.Millis(time.Minute)
-	s.AsyncTTLSecs = core.Seconds(time.Hour)
+	s.AsyncTimeout = settings.Millis(time.Minute)
+	s.AsyncTTLSecs = settings.Seconds(time.Hour)
 	s.AsyncStore = "file:x"
 	s.AsyncModeEnabled = true
 	if err := s.Hosts.Decode(hosts); err != nil {
@@ -54,7 +55,7 @@ func TestAbsolute(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := &Handler{Settings: &core.Settings{PublicBaseURL: core.BaseURL(tt.public)}}
+			h := &Handler{Settings: &settings.Settings{PublicBaseURL: settings.BaseURL(tt.public)}}
 			r := httptest.NewRequest("GET", "http://gw.example/", nil)
 			if tt.tls {
 				r.TLS = &tls.ConnectionState{}
@@ -100,7 +101,7 @@ func TestAsyncEligible(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h.Settings.AsyncModeEnabled = core.Bool(tt.gateway)
+			h.Settings.AsyncModeEnabled = settings.Bool(tt.gateway)
 			r := httptest.NewRequest("POST", "http://gw"+tt.path, nil)
 			for k, v := range tt.hdr {
 				r.Header.Set(k, v)

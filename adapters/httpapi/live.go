@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"fngateway/core"
+	"fngateway/internal/settings"
 )
 
 // Live serves with the Handler in force and swaps in a new one when the
@@ -35,10 +36,10 @@ func (l *Live) ClientLog() *ClientLog { return l.p.Load().ClientLog() }
 // Swap serves the next requests with s and fwd. What is not a setting
 // carries over: the body budget (MaxBufferedBytes, a COLD setting), the
 // bound on client log lines, the async engine, the logger, the stats.
-func (l *Live) Swap(s *core.Settings, fwd *core.Forwarder) {
+func (l *Live) Swap(s *settings.Settings, fwd *core.Forwarder) {
 	old := l.p.Load()
 	h := *old
 	h.Settings, h.Forwarder = s, fwd
-	h.router = core.NewRouter(s)
+	h.router = s.Router()
 	l.p.Store(&h)
 }

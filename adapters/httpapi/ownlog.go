@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"time"
 
-	"fngateway/core"
 	"fngateway/core/async"
+	"fngateway/internal/settings"
 )
 
 // ownWriter records the status of an answer of the gateway's own
@@ -81,7 +81,7 @@ func (h *Handler) logOwn(r *http.Request, w *ownWriter, start time.Time) {
 // attempts again as async_attempts, and async_succeeded, async_failed, async_canceled and
 // async_expired, 1 for its state and 0 for the others, in the namespace's
 // dimensionless series.
-func LogAsyncEnd(logger *slog.Logger, ns core.EmfNamespace) func(ctx context.Context, e async.End) {
+func LogAsyncEnd(logger *slog.Logger, ns settings.EmfNamespace) func(ctx context.Context, e async.End) {
 	return func(ctx context.Context, e async.End) {
 		level := slog.LevelInfo
 		if e.State != async.StateSucceeded {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"fngateway/core"
+	"fngateway/internal/settings"
 )
 
 // headerEcho is a backend that answers with the request's headers as JSON.
@@ -230,7 +231,7 @@ func TestMalformedChunkedBody(t *testing.T) {
 	}
 	for _, mode := range []struct {
 		name     string
-		maxRetry core.Count
+		maxRetry settings.Count
 	}{{"buffered", 1 << 20}, {"streamed", 2}} {
 		for name, chunks := range bodies {
 			t.Run(mode.name+"/"+name, func(t *testing.T) {
@@ -336,7 +337,7 @@ func TestRequestTrailers(t *testing.T) {
 	defer be.Close()
 	for _, mode := range []struct {
 		name     string
-		maxRetry core.Count
+		maxRetry settings.Count
 	}{{"buffered", 1 << 20}, {"streamed", 2}} {
 		t.Run(mode.name, func(t *testing.T) {
 			g := startGW(t, be.URL, func(h *Handler) { h.Settings.MaxRetryBodyBytes = mode.maxRetry })
@@ -381,7 +382,7 @@ func TestLocationRewritten(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.path+" "+tt.public, func(t *testing.T) {
-			g := startGW(t, be.URL+"/api", func(h *Handler) { h.Settings.PublicBaseURL = core.BaseURL(tt.public) })
+			g := startGW(t, be.URL+"/api", func(h *Handler) { h.Settings.PublicBaseURL = settings.BaseURL(tt.public) })
 			resp, _ := rawRequest(t, g.addr(), "GET "+tt.path+" HTTP/1.1\r\nHost: gw.test\r\nConnection: close\r\n\r\n")
 			if got := resp.Header.Get("Location"); got != tt.loc {
 				t.Errorf("Location = %q; want %q", got, tt.loc)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"fngateway/core"
+	"fngateway/internal/settings"
 )
 
 // refusedAddr returns a loopback address nothing listens on (Caddy's
@@ -57,7 +58,7 @@ type logLine struct {
 
 // serveLogged runs r through a handler over settings s and returns the
 // answer and the one request line it logged.
-func serveLogged(t *testing.T, s *core.Settings, r *http.Request) (*httptest.ResponseRecorder, logLine) {
+func serveLogged(t *testing.T, s *settings.Settings, r *http.Request) (*httptest.ResponseRecorder, logLine) {
 	t.Helper()
 	var buf bytes.Buffer
 	h := &Handler{Settings: s, Forwarder: &core.Forwarder{Transport: noDNSTransport()}, Stats: &core.Stats{},
@@ -117,7 +118,7 @@ func TestLineNamesEveryAttempt(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := testSettings(t, tt.hosts)
-			s.MaxAttempts = core.Count(len(tt.want))
+			s.MaxAttempts = settings.Count(len(tt.want))
 			s.AsyncModeEnabled = false
 			r := httptest.NewRequest("GET", "http://gw/x", nil)
 			if tt.timeout != "" {

@@ -21,6 +21,7 @@ import (
 
 	"fngateway/core"
 	"fngateway/core/async"
+	"fngateway/internal/settings"
 )
 
 // httpEvent is what the gateway reads of a Function URL or API Gateway HTTP
@@ -226,7 +227,7 @@ func (h *Handler) serveHTTP(ctx context.Context, done context.CancelFunc, event 
 		h.logger().ErrorContext(ctx, "lambda event refused", "err", err.Error())
 		return nil, err
 	}
-	if k == kindFunctionURL && h.InvokeMode == core.InvokeResponseStream {
+	if k == kindFunctionURL && h.InvokeMode == settings.InvokeResponseStream {
 		return h.stream(r.WithContext(core.WithResponseLimit(r.Context(), StreamedResponse)), done), nil
 	}
 	defer done()

@@ -30,6 +30,7 @@ import (
 
 	"fngateway/core"
 	"fngateway/core/async"
+	"fngateway/internal/settings"
 )
 
 // APIGatewayLimit is API Gateway's integration timeout: an HTTP API stops
@@ -37,17 +38,17 @@ import (
 const APIGatewayLimit = 30 * time.Second
 
 // Caps returns what the Lambda host can do when its Function URL answers
-// buffered (CapsFor(core.InvokeBuffered)).
-func Caps() core.HostCaps { return CapsFor(core.InvokeBuffered) }
+// buffered (CapsFor(settings.InvokeBuffered)).
+func Caps() core.HostCaps { return CapsFor(settings.InvokeBuffered) }
 
 // CapsFor returns what the Lambda host can do with a Function URL in the
 // given invoke mode: nothing after the answer, no connection upgrades, and
 // answers no larger than the mode allows (BufferedResponse,
 // StreamedResponse). API Gateway events are answered buffered in either
 // mode; the handler sets their limit on each request.
-func CapsFor(mode core.InvokeMode) core.HostCaps {
+func CapsFor(mode settings.InvokeMode) core.HostCaps {
 	c := core.HostCaps{Name: "lambda", WorkAfterAnswer: false, Upgrade: false, Response: BufferedResponse}
-	if mode == core.InvokeResponseStream {
+	if mode == settings.InvokeResponseStream {
 		c.Response = StreamedResponse
 	}
 	return c
@@ -58,11 +59,11 @@ func CapsFor(mode core.InvokeMode) core.HostCaps {
 // Developer Guide, "Invoking a response streaming enabled function using
 // Lambda function URLs"; "Lambda quotas": 6 MB each for request and
 // response, synchronous). The payload is the JSON response document, the
-// body in it a JSON string or base64 as core.PayloadMeter.Base64 chooses
+// body in it a JSON string or base64 as payloadMeter.Base64 chooses
 // (newPayload); Lambda refuses a larger one (413 from the Runtime API, and
 // the client gets a bare 502). 6 MiB, the smaller
 // reading of "6 MB" that Lambda's own error message states (6291556 bytes).
-var BufferedResponse = core.ResponseLimit{MaxBytes: 6 << 20, Whole: true, Form: core.PayloadJSON}
+var BufferedResponse = core.ResponseLimit{MaxBytes: 6 << 20, Whole: true, Form: jsonPayload{}}
 
 // StreamedResponse is the limit of a streamed answer (Function URL
 // RESPONSE_STREAM): "The maximum response payload size is 200 MB" (same
@@ -70,7 +71,7 @@ var BufferedResponse = core.ResponseLimit{MaxBytes: 6 << 20, Whole: true, Form: 
 // now supports 200 MB response payloads", AWS What's New). The body
 // streams as it is; 200,000,000 bytes, the smaller reading, leaves room
 // for the prelude of status and headers.
-var StreamedResponse = core.ResponseLimit{MaxBytes: 200_000_000, Whole: false, Form: core.PayloadBytes}
+var StreamedResponse = core.ResponseLimit{MaxBytes: 200_000_000, Whole: false}
 
 // Continuer runs one continuation message. *async.Async is one: Process
 // returns nil when the message is done with, an error wrapping
@@ -92,7 +93,7 @@ type Handler struct {
 	Continuations Continuer
 	// InvokeMode is the Function URL's invoke mode; the zero value is
 	// BUFFERED. API Gateway events are always answered buffered.
-	InvokeMode core.InvokeMode
+	InvokeMode settings.InvokeMode
 	// Limit, if positive, shortens every invocation to at most this long
 	// (FunctionTimeoutSecs set below the function's own timeout).
 	Limit time.Duration

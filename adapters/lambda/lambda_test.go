@@ -18,6 +18,7 @@ import (
 
 	"fngateway/core"
 	"fngateway/core/async"
+	"fngateway/internal/settings"
 )
 
 // echo answers with what it received: method, target, host, remote address,
@@ -233,7 +234,7 @@ func TestSQS(t *testing.T) {
 
 func TestStream(t *testing.T) {
 	next := make(chan struct{})
-	h := &Handler{InvokeMode: core.InvokeResponseStream, HTTP: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := &Handler{InvokeMode: settings.InvokeResponseStream, HTTP: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.Header().Add("Set-Cookie", "s=1")
 		w.WriteHeader(http.StatusAccepted)

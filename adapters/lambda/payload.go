@@ -7,8 +7,6 @@ import (
 	"io"
 	"net/http"
 	"unicode/utf8"
-
-	"fngateway/core"
 )
 
 // payload is a buffered HTTP answer as the payload format 2.0 response
@@ -43,14 +41,14 @@ const payloadChunk = 48 << 10 // 64 KiB of base64
 
 // newPayload returns the document for status, header and body: headers
 // joined by commas, Set-Cookie as cookies, and the body a JSON string or
-// base64 as core.PayloadBase64 decides, the rule by which the answer cap
-// counted it (core.PayloadMeter): the cap holds the bytes sent.
+// base64 as payloadBase64 decides, the rule by which the answer cap
+// counted it (payloadMeter): the cap holds the bytes sent.
 func newPayload(status int, header http.Header, body []byte) *payload {
 	hdr, cookies := responseHeaders(header)
-	p := &payload{body: body, text: !core.PayloadBase64(header, body)}
+	p := &payload{body: body, text: !payloadBase64(header, body)}
 	var head bytes.Buffer
 	enc := json.NewEncoder(&head)
-	enc.SetEscapeHTML(false) // as aws-lambda-go encodes, and core.PayloadMeter counts
+	enc.SetEscapeHTML(false) // as aws-lambda-go encodes, and payloadMeter counts
 	enc.Encode(payloadHead{StatusCode: status, Headers: hdr, Cookies: cookies, IsBase64Encoded: !p.text})
 	p.pending = append(bytes.TrimSuffix(head.Bytes(), []byte("}\n")), `,"body":"`...)
 	return p
@@ -89,7 +87,7 @@ func (p *payload) next() {
 		buf.Grow(n + n/8 + 8)
 		enc := json.NewEncoder(&buf)
 		enc.SetEscapeHTML(false)
-		enc.Encode(string(p.body[:n])) // valid UTF-8: core.PayloadBase64 said so
+		enc.Encode(string(p.body[:n])) // valid UTF-8: payloadBase64 said so
 		s := buf.Bytes()
 		p.enc = append(p.enc[:0], s[1:len(s)-2]...) // without the quotes and newline
 	}

@@ -9,13 +9,11 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-
-	"fngateway/core"
 )
 
 // checkPayload reads the document newPayload writes and checks it against
 // aws-lambda-go's encoding of the same answer, and its length against what
-// core.PayloadMeter counted for the host's limit.
+// payloadMeter counted for the host's limit.
 func checkPayload(tb testing.TB, status int, h http.Header, body []byte) {
 	tb.Helper()
 	doc, err := io.ReadAll(newPayload(status, h, body))
@@ -28,7 +26,7 @@ func checkPayload(tb testing.TB, status int, h http.Header, body []byte) {
 	}
 	hdr, cookies := responseHeaders(h)
 	want := events.LambdaFunctionURLResponse{StatusCode: status, Headers: hdr, Cookies: cookies, Body: string(body)}
-	if core.PayloadBase64(h, body) {
+	if payloadBase64(h, body) {
 		want.IsBase64Encoded = true
 		want.Body = string(must(json.Marshal(body))[1:])
 		want.Body = want.Body[:len(want.Body)-1]
@@ -37,7 +35,7 @@ func checkPayload(tb testing.TB, status int, h http.Header, body []byte) {
 		!equalMaps(got.Headers, want.Headers) || strings.Join(got.Cookies, "\n") != strings.Join(want.Cookies, "\n") {
 		tb.Fatalf("document %.300q decodes to %+.300v, want %+.300v", doc, got, want)
 	}
-	m := core.NewPayloadMeter(core.PayloadJSON, h)
+	m := newPayloadMeter(h)
 	m.Write(body)
 	if int64(len(doc)) > m.Cost() {
 		tb.Fatalf("document of %d bytes, the meter counted %d", len(doc), m.Cost())
@@ -49,7 +47,7 @@ func checkPayload(tb testing.TB, status int, h http.Header, body []byte) {
 	if i < 0 || !bytes.HasSuffix(doc, []byte(`"}`)) {
 		tb.Fatalf("document %.300q has no body member at its end", doc)
 	}
-	head := core.NewPayloadMeter(core.PayloadJSON, h).Cost()
+	head := newPayloadMeter(h).Cost()
 	if sent, counted := int64(len(doc)-i-len(`,"body":"`)-len(`"}`)), m.Cost()-head; sent != counted {
 		tb.Fatalf("body sent as %d bytes (base64 %v), counted as %d", sent, got.IsBase64Encoded, counted)
 	}

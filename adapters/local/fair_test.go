@@ -41,7 +41,7 @@ func TestWorkerFairBetweenProfiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	const slots = 4
-	a := &async.Async{Store: fs, Queue: fs, Router: core.NewRouter(&core.Settings{Hosts: hosts}),
+	a := &async.Async{Store: fs, Queue: fs, Router: core.NewRouter(nil, core.Route{Hosts: hosts}),
 		Timeout: time.Hour, Continuations: async.NewProfileContinuations(slots, 0)}
 	w := &Worker{Queue: fs, Async: a, Visibility: time.Second, Poll: 5 * time.Millisecond, ProfileWait: 200 * time.Millisecond}
 	alice := &core.Profile{UserID: "alice", Async: core.AsyncConfig{Enabled: true}}

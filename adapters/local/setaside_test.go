@@ -24,7 +24,7 @@ func TestQuarantinedMessageEndsItsRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &async.Async{Store: fs, Queue: fs, Router: core.NewRouter(&core.Settings{}), Timeout: time.Minute}
+	a := &async.Async{Store: fs, Queue: fs, Router: core.NewRouter(nil, core.Route{}), Timeout: time.Minute}
 	req := &core.Request{Method: "GET", Path: "/job", Header: http.Header{}, IdempotencyKey: "k", Budget: core.Budget{Arrival: time.Now()}}
 	acc, _, err := a.Submit(context.Background(), req, nil, false)
 	if err != nil {
@@ -43,7 +43,7 @@ func TestQuarantinedMessageEndsItsRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a2 := &async.Async{Store: fs2, Queue: fs2, Router: core.NewRouter(&core.Settings{}), Timeout: time.Minute}
+	a2 := &async.Async{Store: fs2, Queue: fs2, Router: core.NewRouter(nil, core.Route{}), Timeout: time.Minute}
 	w := &Worker{Queue: fs2, Async: a2, Visibility: 20 * time.Second, Poll: 5 * time.Millisecond}
 	wctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

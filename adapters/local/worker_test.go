@@ -145,7 +145,7 @@ func newWorkerEnv(tb testing.TB, hold time.Duration, slots int) *workerEnv {
 	if err := hosts.Decode(be.URL); err != nil {
 		tb.Fatal(err)
 	}
-	e.a = &async.Async{Store: fs, Queue: fs, Router: core.NewRouter(&core.Settings{Hosts: hosts}),
+	e.a = &async.Async{Store: fs, Queue: fs, Router: core.NewRouter(nil, core.Route{Hosts: hosts}),
 		Timeout: time.Minute, Continuations: async.NewContinuations(slots)}
 	e.w = &Worker{Queue: fs, Async: e.a, Visibility: 150 * time.Millisecond, Poll: 5 * time.Millisecond}
 	return e
@@ -217,7 +217,7 @@ func newBubbleWorkerEnv(tb testing.TB, hold time.Duration, slots int) *workerEnv
 	if err := hosts.Decode("http://backend.invalid"); err != nil {
 		tb.Fatal(err)
 	}
-	e.a = &async.Async{Store: fs, Queue: fs, Router: core.NewRouter(&core.Settings{Hosts: hosts}),
+	e.a = &async.Async{Store: fs, Queue: fs, Router: core.NewRouter(nil, core.Route{Hosts: hosts}),
 		Forwarder: &core.Forwarder{Transport: stubBackend{hold: hold, calls: &e.calls, canceled: &e.canceled}},
 		Timeout:   time.Minute, Continuations: async.NewContinuations(slots)}
 	e.w = &Worker{Queue: fs, Async: e.a, Visibility: 150 * time.Millisecond, Poll: 5 * time.Millisecond}

@@ -58,7 +58,7 @@ func newAsyncEnv(tb testing.TB, fn backendFunc, hosts ...string) *asyncEnv {
 	e.a = &Async{
 		Store: e.store, Queue: e.queue, Notifier: e.notes,
 		Forwarder: &core.Forwarder{Transport: e.backend},
-		Router:    core.NewRouter(&core.Settings{Hosts: hl}),
+		Router:    core.NewRouter(nil, core.Route{Hosts: hl}),
 		TTL:       asyncTestTTL, Timeout: asyncTestTimeout, Margin: asyncTestMargin, Lease: asyncTestLease,
 		Stats: &core.Stats{},
 	}

@@ -16,7 +16,7 @@ func TestRetune(t *testing.T) {
 	if e := a.engine(); e.fwd != f1 || e.ttl != time.Hour || e.timeout != 10*time.Second || a.triggerTimeout() != 3*time.Second {
 		t.Fatalf("before Retune: fwd %p ttl %v timeout %v trigger %v; want the fields'", e.fwd, e.ttl, e.timeout, a.triggerTimeout())
 	}
-	rt := core.NewRouter(&core.Settings{})
+	rt := core.NewRouter(nil, core.Route{})
 	a.Retune(Tuning{Forwarder: f2, Router: rt, TTL: 2 * time.Hour, Timeout: 500 * time.Millisecond, TriggerTimeout: 7 * time.Second})
 	e := a.engine()
 	if e.fwd != f2 || e.router != rt || e.ttl != 2*time.Hour || e.timeout != 500*time.Millisecond || a.triggerTimeout() != 7*time.Second {

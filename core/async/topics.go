@@ -20,7 +20,7 @@ type TopicChecker interface {
 // so that a topic the store cannot accept stops the start-up instead of
 // losing every notification. A Notifier that is not a TopicChecker accepts
 // every topic. The error is a *core.SettingError naming UserProfiles.
-func ValidateTopics(p core.Profiles, n Notifier) error {
+func ValidateTopics(p map[string]core.Profile, n Notifier) error {
 	tc, ok := n.(TopicChecker)
 	if !ok {
 		return nil

@@ -20,8 +20,8 @@ func (*topicNotifier) CheckTopic(topic string) error {
 }
 
 func TestValidateTopics(t *testing.T) {
-	profiles := func(topics ...string) core.Profiles {
-		p := core.Profiles{}
+	profiles := func(topics ...string) map[string]core.Profile {
+		p := map[string]core.Profile{}
 		for i, tp := range topics {
 			id := "u" + strconv.Itoa(i)
 			p[id] = core.Profile{UserID: id, Async: core.AsyncConfig{Enabled: true, Topic: tp}}
@@ -30,7 +30,7 @@ func TestValidateTopics(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
-		p       core.Profiles
+		p       map[string]core.Profile
 		n       Notifier
 		wantErr string
 	}{

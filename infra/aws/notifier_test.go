@@ -16,6 +16,7 @@ import (
 	"fngateway/core"
 	"fngateway/core/async"
 	"fngateway/internal/emulators"
+	"fngateway/internal/settings"
 	"fngateway/internal/testutil"
 )
 
@@ -250,7 +251,7 @@ func TestNotifierCheckTopic(t *testing.T) {
 		if !tc.ok && err != nil && !strings.Contains(err.Error(), "want") {
 			t.Errorf("CheckTopic(%.90q) = %q; want it to say what a valid name is", tc.topic, err)
 		}
-		profiles := core.Profiles{"u": {UserID: "u", Async: core.AsyncConfig{Enabled: true, Topic: tc.topic}}}
+		profiles := settings.Profiles{"u": {UserID: "u", Async: core.AsyncConfig{Enabled: true, Topic: tc.topic}}}
 		err = async.ValidateTopics(profiles, n)
 		var se *core.SettingError
 		switch {

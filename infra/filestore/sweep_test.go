@@ -32,7 +32,7 @@ func sweepEnv(tb testing.TB) (*Store, *async.Async) {
 	s := mustOpen(tb, tb.TempDir())
 	u, _ := url.Parse("http://backend.test")
 	a := &async.Async{Store: s, Queue: s, Forwarder: &core.Forwarder{Transport: okTransport{}},
-		Router: core.NewRouter(&core.Settings{Hosts: core.HostList{u}}), TTL: time.Hour}
+		Router: core.NewRouter(nil, core.Route{Hosts: core.HostList{u}}), TTL: time.Hour}
 	return s, a
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"fngateway/adapters/httpapi"
 	"fngateway/core"
+	"fngateway/internal/settings"
 )
 
 // benchRT answers every attempt with 64 bytes, without a network.
@@ -45,7 +46,7 @@ func BenchmarkServeHTTPTelemetry(b *testing.B) {
 			if sampler == "off" {
 				b.Setenv("OTEL_TRACES_SAMPLER", "always_off")
 			}
-			s := core.DefaultSettings()
+			s := settings.DefaultSettings()
 			if err := s.Hosts.Decode("http://backend.test"); err != nil {
 				b.Fatal(err)
 			}

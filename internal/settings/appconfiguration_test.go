@@ -12,8 +12,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"fngateway/core"
 )
 
 // appConfigStandIn stands in for an App Configuration store (no emulator of
@@ -130,8 +128,8 @@ func TestAppConfiguration(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := &AppConfiguration{Endpoint: endpoint, Prefix: DefaultPrefix, Label: "prod", Authorize: HMACSigner(id, sec, time.Now)}
-	var applied []*core.Settings
-	r := &Reloader{Source: src, Env: env(map[string]string{"Hosts": "http://a"}), Apply: func(s *core.Settings) error { applied = append(applied, s); return nil }}
+	var applied []*Settings
+	r := &Reloader{Source: src, Env: env(map[string]string{"Hosts": "http://a"}), Apply: func(s *Settings) error { applied = append(applied, s); return nil }}
 	s, _, err := r.Start(context.Background())
 	if err != nil || s.DefaultTTLSecs.D().Seconds() != 60 {
 		t.Fatalf("start: %v, %v; want the store's 60 s TTL", s, err)

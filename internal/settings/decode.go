@@ -1,7 +1,12 @@
-// Package settings reads the gateway's settings at the edge: from the
-// environment at start-up and, while the gateway runs, from a settings
-// source (SettingsSource) whose WARM settings are reloaded without a
-// restart. core never imports it: core takes a validated *core.Settings.
+// Package settings is the gateway's settings: the Settings struct (one
+// field per app setting), the types that parse each setting's text and say
+// what they expect, the checks that hold them together and against the
+// host's limits, and where they come from — the environment at start-up
+// and, while the gateway runs, a settings source (SettingsSource) whose
+// WARM settings are reloaded without a restart. core never imports it:
+// core takes routes (core.NewRouter, from Settings.Router) and the
+// engine's options (core.Forwarder's fields), built from a validated
+// *Settings by the edge (functions/).
 //
 // One set of rules validates both: Decode and Rules.Check are what the
 // start-up runs on the environment, and what a reload runs on the
@@ -32,9 +37,9 @@ func EnvLookup(env func(string) (string, bool)) Lookup {
 	}
 }
 
-// Names are the settings of core.Settings, in the struct's order.
+// Names are the settings of Settings, in the struct's order.
 func Names() []string {
-	t := reflect.TypeFor[core.Settings]()
+	t := reflect.TypeFor[Settings]()
 	var out []string
 	for i := range t.NumField() {
 		if t.Field(i).IsExported() {
@@ -44,13 +49,13 @@ func Names() []string {
 	return out
 }
 
-// Decode reads every setting of core.Settings through lookup, as the
+// Decode reads every setting of Settings through lookup, as the
 // start-up always has: a given value (even an empty one) is parsed by its
 // type's Decode method, an absent one takes the field's `default` tag, and
 // Hosts is required. It returns one *core.SettingError per setting that
 // does not parse, in the struct's order; the settings are nil then.
-func Decode(lookup Lookup, env func(string) (string, bool)) (*core.Settings, []error) {
-	var s core.Settings
+func Decode(lookup Lookup, env func(string) (string, bool)) (*Settings, []error) {
+	var s Settings
 	v := reflect.ValueOf(&s).Elem()
 	t := v.Type()
 	var errs []error
@@ -120,10 +125,10 @@ type Rules struct {
 
 // Check validates s, read through lookup, as the start-up does: the
 // execution limit (FunctionTimeoutSecs may only shorten the host's), the
-// settings' nesting under it (core.Settings.Validate) and the body budgets
-// against the memory (core.Settings.CheckMemory). It returns the execution
+// settings' nesting under it (Settings.Validate) and the body budgets
+// against the memory (Settings.CheckMemory). It returns the execution
 // limit in force.
-func (r Rules) Check(s *core.Settings, lookup Lookup) (time.Duration, error) {
+func (r Rules) Check(s *Settings, lookup Lookup) (time.Duration, error) {
 	limit := r.HostLimit
 	if s.FunctionTimeoutSecs > 0 {
 		if r.HostLimit > 0 && s.FunctionTimeoutSecs.D() > r.HostLimit {

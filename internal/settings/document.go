@@ -20,7 +20,7 @@ const (
 const maxDocument = 1 << 20
 
 // ParseDocument parses a settings document: a JSON object keyed by setting
-// name (as core.Settings spells it). A value is a string (as in the
+// name (as Settings spells it). A value is a string (as in the
 // environment), a number or a boolean (written as their JSON text), or, for
 // Routes and UserProfiles, a JSON array (kept as its text). Unknown names,
 // the source's own settings, null and duplicate keys are errors naming the

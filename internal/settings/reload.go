@@ -34,14 +34,14 @@ type Reloader struct {
 	Optional bool
 	// Apply swaps new settings in; an error refuses them. Called from
 	// Refresh, one call at a time.
-	Apply func(*core.Settings) error
+	Apply func(*Settings) error
 	// Logger receives the reload's lines; nil discards.
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
 	mu      sync.Mutex
-	inForce *core.Settings
+	inForce *Settings
 	limit   time.Duration
 	values  map[string]string // the source's values in force (COLD ones as at start-up)
 	version string            // the version in force
@@ -85,7 +85,7 @@ func (r *Reloader) lookup(vals map[string]string) Lookup {
 // Load decodes and checks vals over the environment with the start-up's
 // rules: every setting that does not parse is returned, or the first
 // check that fails.
-func (r *Reloader) Load(vals map[string]string) (*core.Settings, time.Duration, []error) {
+func (r *Reloader) Load(vals map[string]string) (*Settings, time.Duration, []error) {
 	lk := r.lookup(vals)
 	s, errs := Decode(lk, r.Env)
 	if len(errs) > 0 {
@@ -103,7 +103,7 @@ func (r *Reloader) Load(vals map[string]string) (*core.Settings, time.Duration, 
 // yet). A source that cannot be read stops the start-up with an error
 // naming it, unless Optional; a document that does not parse or validate
 // stops it in any case.
-func (r *Reloader) Start(ctx context.Context) (*core.Settings, time.Duration, error) {
+func (r *Reloader) Start(ctx context.Context) (*Settings, time.Duration, error) {
 	var vals map[string]string
 	var version string
 	if r.Source != nil {
@@ -281,7 +281,7 @@ func joinErrs(msgs []string) string {
 }
 
 // changedNames are the settings whose values differ between a and b.
-func changedNames(a, b *core.Settings) []string {
+func changedNames(a, b *Settings) []string {
 	out := []string{}
 	av, bv := reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem()
 	for i := range av.NumField() {
@@ -293,7 +293,7 @@ func changedNames(a, b *core.Settings) []string {
 }
 
 // Settings returns the settings in force.
-func (r *Reloader) Settings() *core.Settings {
+func (r *Reloader) Settings() *Settings {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.inForce

@@ -16,8 +16,8 @@ const (
 )
 
 // Classes is the Reload column of docs/settings.md: every setting of
-// core.Settings, and the settings of the source itself. A setting added to
-// core.Settings must be added here too (TestEverySettingHasAClass says
+// Settings, and the settings of the source itself. A setting added to
+// Settings must be added here too (TestEverySettingHasAClass says
 // which one is missing).
 var Classes = map[string]Class{
 	// Deadlines and their margins.

@@ -14,11 +14,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"fngateway/core"
 )
 
-// TestEverySettingHasAClass: every setting of core.Settings is WARM or
+// TestEverySettingHasAClass: every setting of Settings is WARM or
 // COLD, and the table names no setting that does not exist.
 func TestEverySettingHasAClass(t *testing.T) {
 	names := map[string]bool{SourceSetting: true, RefreshSetting: true, OptionalSetting: true, PrefixSetting: true, LabelSetting: true}
@@ -156,9 +154,9 @@ func TestRefreshFile(t *testing.T) {
 		}
 	}
 	write(`{"DefaultTTLSecs": 10}`)
-	var applied []*core.Settings
+	var applied []*Settings
 	r := &Reloader{Source: &fileSource{path: path}, Env: env(map[string]string{"Hosts": "http://a", "ListenAddr": "127.0.0.1:1"}),
-		Apply: func(s *core.Settings) error { applied = append(applied, s); return nil }}
+		Apply: func(s *Settings) error { applied = append(applied, s); return nil }}
 	s, _, err := r.Start(context.Background())
 	if err != nil || s.DefaultTTLSecs.D().Seconds() != 10 {
 		t.Fatalf("start: %v, %v", s, err)
@@ -252,8 +250,8 @@ func TestAppConfigAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var applied []*core.Settings
-	r := &Reloader{Source: src, Env: e, Apply: func(s *core.Settings) error { applied = append(applied, s); return nil }}
+	var applied []*Settings
+	r := &Reloader{Source: src, Env: e, Apply: func(s *Settings) error { applied = append(applied, s); return nil }}
 	s, _, err := r.Start(context.Background())
 	if err != nil || s.DefaultTTLSecs.D().Seconds() != 60 {
 		t.Fatalf("start: %v, %v; want the agent's 60 s TTL", s, err)

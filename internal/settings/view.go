@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"reflect"
 	"time"
-
-	"fngateway/core"
 )
 
 // Setting is one setting in the settings view.
@@ -49,7 +47,7 @@ func (r *Reloader) View() View {
 	defer r.mu.Unlock()
 	v := View{Settings: map[string]Setting{}, Pending: map[string]string{}}
 	env := EnvLookup(r.Env)
-	t := reflect.TypeFor[core.Settings]()
+	t := reflect.TypeFor[Settings]()
 	for _, name := range Names() {
 		st := Setting{Reload: Classes[name], From: "default"}
 		if val, ok := r.values[name]; ok {

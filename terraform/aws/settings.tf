@@ -46,7 +46,7 @@ locals {
     SettingsSourceOptional = tostring(var.settings_source_optional)
   }
 
-  # The gateway's defaults, as it writes them (core.Settings' tags; the
+  # The gateway's defaults, as it writes them (settings.Settings' tags; the
   # source's settings: internal/settings).
   gateway_defaults = {
     DefaultTTLSecs        = "300"

@@ -227,7 +227,7 @@ variable "tags" {
 
 # ---------------------------------------------------------------------------
 # Gateway settings (docs/settings.md#settings). Each variable is one app setting; its
-# default is the gateway's own (core.Settings), null where the gateway has
+# default is the gateway's own (settings.Settings), null where the gateway has
 # none. Only values that differ from the gateway's default are written, so the
 # gateway applies its own defaults and holds only what you set against the
 # execution limit.

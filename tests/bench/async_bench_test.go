@@ -19,6 +19,7 @@ import (
 	"fngateway/infra/azure"
 	"fngateway/infra/filestore"
 	"fngateway/internal/emulators"
+	"fngateway/internal/settings"
 )
 
 // asyncGateway serves the gateway handler with async on, over the given
@@ -27,8 +28,8 @@ func asyncGateway(tb testing.TB, target string, store async.Store, queue async.Q
 	tb.Helper()
 	s := benchSettings(tb, target)
 	s.AsyncModeEnabled = true
-	s.AsyncTriggerTimeout = core.Millis(trigger)
-	s.AsyncTTLSecs = core.Seconds(time.Hour)
+	s.AsyncTriggerTimeout = settings.Millis(trigger)
+	s.AsyncTTLSecs = settings.Seconds(time.Hour)
 	if err := s.UserProfiles.Decode(`[{"userId":"b","async-config":{"enabled":true}}]`); err != nil {
 		tb.Fatal(err)
 	}
@@ -36,7 +37,7 @@ func asyncGateway(tb testing.TB, target string, store async.Store, queue async.Q
 	fwd := &core.Forwarder{Transport: transport(), Stats: stats}
 	h := &httpapi.Handler{Settings: s, Forwarder: fwd, Stats: stats, Logger: slog.New(slog.DiscardHandler)}
 	h.Host = local.Caps()
-	h.Async = &async.Async{Store: store, Queue: queue, Forwarder: fwd, Router: core.NewRouter(s),
+	h.Async = &async.Async{Store: store, Queue: queue, Forwarder: fwd, Router: s.Router(),
 		TTL: s.AsyncTTLSecs.D(), Timeout: s.AsyncTimeout.D(), Margin: time.Second, Stats: stats,
 		TriggerTimeout: trigger, Host: h.Host, Continuations: async.NewContinuations(core.DefaultMaxContinuations)}
 	h.Init()

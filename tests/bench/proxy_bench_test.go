@@ -19,6 +19,7 @@ import (
 
 	"fngateway/adapters/httpapi"
 	"fngateway/core"
+	"fngateway/internal/settings"
 )
 
 const smallBody = `{"ok":true,"model":"bench","tokens":42}`
@@ -78,9 +79,9 @@ func gateway(tb testing.TB, target string, extraRoutes string) *httptest.Server 
 }
 
 // benchSettings are the contract's defaults with target as Hosts.
-func benchSettings(tb testing.TB, target string) *core.Settings {
+func benchSettings(tb testing.TB, target string) *settings.Settings {
 	tb.Helper()
-	d := core.DefaultSettings() // the one source of defaults
+	d := settings.DefaultSettings() // the one source of defaults
 	s := &d
 	s.AsyncStore = "file:unused"
 	if err := s.Hosts.Decode(target); err != nil {

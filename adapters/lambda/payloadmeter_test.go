@@ -1,4 +1,4 @@
-package core
+package lambda
 
 import (
 	"bytes"
@@ -33,7 +33,7 @@ func bodyCost(tb testing.TB, contentType string, b []byte) (int64, bool) {
 		return 0, false
 	}
 	b64 := int64(len(base64.StdEncoding.EncodeToString(b)))
-	if TextMediaType(contentType) && utf8.Valid(b) {
+	if textMediaType(contentType) && utf8.Valid(b) {
 		if s := int64(len(jsonString(tb, b)) - 2); s <= b64 {
 			return s, false
 		}
@@ -78,7 +78,7 @@ func TestPayloadMeter(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := http.Header{"Content-Type": {tt.contentType}}
-			m := NewPayloadMeter(PayloadJSON, h)
+			m := newPayloadMeter(h)
 			var body []byte
 			for _, p := range tt.parts {
 				if least, final := m.Least(0), m.head+must2(bodyCost(t, tt.contentType, append(body, p...))); least > final {
@@ -91,8 +91,8 @@ func TestPayloadMeter(t *testing.T) {
 			if got := m.Cost() - m.head; got != want {
 				t.Errorf("body cost %d, want %d", got, want)
 			}
-			if m.Base64() != b64 || PayloadBase64(h, body) != b64 {
-				t.Errorf("Base64 %v, PayloadBase64 %v; want %v", m.Base64(), PayloadBase64(h, body), b64)
+			if m.Base64() != b64 || payloadBase64(h, body) != b64 {
+				t.Errorf("Base64 %v, PayloadBase64 %v; want %v", m.Base64(), payloadBase64(h, body), b64)
 			}
 			if m.Least(0) > m.Cost() {
 				t.Errorf("Least %d > Cost %d", m.Least(0), m.Cost())
@@ -112,12 +112,9 @@ func TestPayloadMeterHead(t *testing.T) {
 		Body            string            `json:"body"`
 		IsBase64Encoded bool              `json:"isBase64Encoded"`
 	}{StatusCode: 200, Headers: map[string]string{"Content-Type": "text/plain", "X-Long": `"quoted",<v>`}, Cookies: h["Set-Cookie"]}
-	m := NewPayloadMeter(PayloadJSON, h)
+	m := newPayloadMeter(h)
 	if got := jsonLen(resp); m.Cost() < got {
 		t.Errorf("an empty answer costs %d, the response it becomes is %d bytes", m.Cost(), got)
-	}
-	if b := NewPayloadMeter(PayloadBytes, h); b.Cost() != 0 {
-		t.Errorf("PayloadBytes counts headers: %d", b.Cost())
 	}
 }
 
@@ -136,7 +133,7 @@ func FuzzPayloadMeter(f *testing.F) {
 		if text {
 			ct = "text/plain"
 		}
-		m := NewPayloadMeter(PayloadJSON, http.Header{"Content-Type": {ct}})
+		m := newPayloadMeter(http.Header{"Content-Type": {ct}})
 		final := m.head + must2(bodyCost(t, ct, body))
 		n := int(step%7) + 1
 		for i := 0; i < len(body); i += n {
@@ -163,7 +160,7 @@ func TestPayloadEncodingCorpus(t *testing.T) {
 	for _, c := range escapingCorpus {
 		t.Run(c.name, func(t *testing.T) {
 			h := http.Header{"Content-Type": {"text/plain; charset=utf-8"}}
-			m := NewPayloadMeter(PayloadJSON, h)
+			m := newPayloadMeter(h)
 			m.Write([]byte(c.body))
 			if !m.Base64() {
 				t.Errorf("a %d-byte body travels as a JSON string of %d bytes", len(c.body), m.Cost()-m.head)
