@@ -34,6 +34,7 @@ import (
 	"fngateway/core/async"
 	"fngateway/infra/filestore"
 	"fngateway/infra/otel"
+	"fngateway/internal/ops"
 )
 
 func main() {
@@ -78,21 +79,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	default:
 		err = runLocal(ctx, demo, logger, stderr)
 	}
-	return exitCode(stderr, err)
-}
-
-// exitCode is the process exit code for the error a host's run returned,
-// which it prints as the process's one line on stderr: 2 for a bad
-// setting, 1 for any other failure, 0 for none.
-func exitCode(stderr io.Writer, err error) int {
-	if err == nil {
-		return 0
-	}
-	fmt.Fprintf(stderr, "gateway: %v\n", err)
-	if se := (*core.SettingError)(nil); errors.As(err, &se) {
-		return 2
-	}
-	return 1
+	return ops.ExitCode(stderr, err)
 }
 
 // runLocal runs the gateway as a local server on ListenAddr, with the

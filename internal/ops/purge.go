@@ -1,4 +1,4 @@
-package main
+package ops
 
 import (
 	"context"
@@ -26,7 +26,7 @@ func runPurge(ctx context.Context, r *async.Redriver, c dlCommand, where string,
 	}
 	outs, err := r.Purge(ctx, c.IDs, c.DryRun, c.Force, c.MinAge, now)
 	if err != nil {
-		return exitCode(stderr, err)
+		return ExitCode(stderr, err)
 	}
 	if len(outs) == 0 {
 		fmt.Fprintf(stdout, "no dead letters in %s\n", where)
