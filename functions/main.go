@@ -87,16 +87,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // front of the demo backends.
 func runLocal(ctx context.Context, demo bool, logger *slog.Logger, stderr io.Writer) error {
 	var demoBackends *demoSet
+	env := os.LookupEnv
 	if demo {
 		d, err := startDemo(ctx)
 		if err != nil {
 			return fmt.Errorf("demo backends: %w", err)
 		}
 		defer d.Close()
-		d.setEnv()
+		env = d.under(env)
 		demoBackends = d
 	}
-	s, limit, reloader, err := openSettings(ctx, 0, logger)
+	s, limit, reloader, err := openSettingsFrom(ctx, env, 0, logger)
 	if err != nil {
 		return err
 	}
