@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"fngateway/adapters/lambda"
+	"fngateway/core"
 	"fngateway/core/async"
 	"fngateway/infra/azure"
 	"fngateway/infra/filestore"
@@ -40,6 +41,23 @@ func TestDeadLettersBadInput(t *testing.T) {
 	env := func(k string) (string, bool) { return map[string]string{"AsyncStore": "ftp://x"}[k], k == "AsyncStore" }
 	if code := deadLettersCmd(context.Background(), []string{"list"}, env, time.Now(), &out, &errb); code != 2 || !strings.Contains(errb.String(), "AsyncStore") {
 		t.Errorf("bad AsyncStore: exit %d, stderr %q; want 2 naming it", code, errb.String())
+	}
+}
+
+// TestDeadLettersOpensAsTheGateway: the dead-letter command opens the
+// stores through openStores, as the gateway does, so a malformed AsyncQueue
+// of an s3:// store is refused with the reason start-up gives, exit 2.
+func TestDeadLettersOpensAsTheGateway(t *testing.T) {
+	env := map[string]string{"AsyncStore": "s3://bucket", "AsyncQueue": "https://example.com/queue"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	var out, errb strings.Builder
+	code := deadLettersCmd(t.Context(), []string{"list"}, lookup, time.Now(), &out, &errb)
+	_, startErr := openAsync(t.Context(), &core.Settings{AsyncStore: env["AsyncStore"], AsyncQueue: env["AsyncQueue"]})
+	if startErr == nil {
+		t.Fatal("openAsync took a malformed AsyncQueue")
+	}
+	if want := "gateway: " + startErr.Error() + "\n"; code != 2 || errb.String() != want {
+		t.Errorf("deadletters list = %d, stderr %q; want 2 and %q, as start-up says it", code, errb.String(), want)
 	}
 }
 
@@ -79,6 +97,33 @@ func (b *dlBackend) setHold(c chan struct{}) {
 	b.mu.Lock()
 	b.hold = c
 	b.mu.Unlock()
+}
+
+// submitHeld sends an async request of profile u1 to the gateway at url
+// while be holds every call, and returns its 202's body and the release of
+// the hold. The hold is released at the test's end too: a failing test
+// must not leave the backend's handler waiting (its server's Close would
+// wait for it).
+func submitHeld(t *testing.T, be *dlBackend, url string) (acc struct{ ID string }, release func()) {
+	t.Helper()
+	hold := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(hold) }) }
+	t.Cleanup(release)
+	be.setHold(hold)
+	req, _ := http.NewRequest("POST", url+"/jobs", strings.NewReader("payload"))
+	req.Header.Set("S7PAsyncMode", "true")
+	req.Header.Set("X-UserProfile", "u1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	json.NewDecoder(resp.Body).Decode(&acc)
+	resp.Body.Close()
+	if resp.StatusCode != 202 || acc.ID == "" {
+		t.Fatalf("submit: %d %+v; want 202", resp.StatusCode, acc)
+	}
+	return acc, release
 }
 
 // dlStore is one store under test: how its dead letters come about.
@@ -280,26 +325,7 @@ func testDeadLetters(t *testing.T, be *dlBackend, deadLetter func(*testing.T, as
 		t.Fatalf("list of none: exit %d, %q", code, out)
 	}
 
-	hold := make(chan struct{})
-	var release sync.Once
-	releaseHold := func() { release.Do(func() { close(hold) }) }
-	// A failing test must not leave the backend's handler waiting: its
-	// server's Close would wait for it.
-	t.Cleanup(releaseHold)
-	be.setHold(hold)
-	req, _ := http.NewRequest("POST", srv.URL+"/jobs", strings.NewReader("payload"))
-	req.Header.Set("S7PAsyncMode", "true")
-	req.Header.Set("X-UserProfile", "u1")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var acc struct{ ID string }
-	json.NewDecoder(resp.Body).Decode(&acc)
-	resp.Body.Close()
-	if resp.StatusCode != 202 || acc.ID == "" {
-		t.Fatalf("submit: %d %+v; want 202", resp.StatusCode, acc)
-	}
+	acc, releaseHold := submitHeld(t, be, srv.URL)
 	<-be.called // the in-line attempt, dropped at the hand-off
 	deadLetter(t, q)
 
@@ -419,23 +445,7 @@ func testPurge(t *testing.T, be *dlBackend, gw *gateway, url string, q async.Que
 
 	// A pending request's letter: kept unless forced; forced, the request
 	// ends Failed rather than answering 202 until its expiry.
-	hold := make(chan struct{})
-	var release sync.Once
-	t.Cleanup(func() { release.Do(func() { close(hold) }) })
-	be.setHold(hold)
-	req, _ := http.NewRequest("POST", url+"/jobs", strings.NewReader("payload"))
-	req.Header.Set("S7PAsyncMode", "true")
-	req.Header.Set("X-UserProfile", "u1")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var acc struct{ ID string }
-	json.NewDecoder(resp.Body).Decode(&acc)
-	resp.Body.Close()
-	if resp.StatusCode != 202 || acc.ID == "" {
-		t.Fatalf("submit: %d %+v; want 202", resp.StatusCode, acc)
-	}
+	acc, _ := submitHeld(t, be, url)
 	<-be.called
 	deadLetter(t, q)
 	out, code = runDL(t, "purge", "--min-age", "0s")

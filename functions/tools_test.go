@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"fngateway/core"
 	"fngateway/internal/ops"
 )
 
@@ -34,22 +33,5 @@ func TestExplainReadsSettingsSource(t *testing.T) {
 	base["SettingsSource"] = "file:" + filepath.Join(t.TempDir(), "missing.json")
 	if _, err := explainEnv(context.Background(), func(name string) (string, bool) { v, ok := base[name]; return v, ok }); err == nil || !strings.Contains(err.Error(), "SettingsSource") {
 		t.Errorf("a missing source: %v; want an error naming SettingsSource", err)
-	}
-}
-
-// TestDeadLettersOpensAsTheGateway: the dead-letter command opens the
-// stores through openStores, as the gateway does, so a malformed AsyncQueue
-// of an s3:// store is refused with the reason start-up gives, exit 2.
-func TestDeadLettersOpensAsTheGateway(t *testing.T) {
-	env := map[string]string{"AsyncStore": "s3://bucket", "AsyncQueue": "https://example.com/queue"}
-	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-	var out, errb strings.Builder
-	code := deadLettersCmd(t.Context(), []string{"list"}, lookup, time.Now(), &out, &errb)
-	_, startErr := openAsync(t.Context(), &core.Settings{AsyncStore: env["AsyncStore"], AsyncQueue: env["AsyncQueue"]})
-	if startErr == nil {
-		t.Fatal("openAsync took a malformed AsyncQueue")
-	}
-	if want := "gateway: " + startErr.Error() + "\n"; code != 2 || errb.String() != want {
-		t.Errorf("deadletters list = %d, stderr %q; want 2 and %q, as start-up says it", code, errb.String(), want)
 	}
 }

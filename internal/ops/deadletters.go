@@ -372,6 +372,23 @@ func oneLine(s string) string {
 	return printable(s)
 }
 
+// copiesNote says how many copies of o's letter there were, when more than
+// one.
+func copiesNote(o async.Outcome) string {
+	if o.Copies > 1 {
+		return fmt.Sprintf(" (%d copies)", o.Copies)
+	}
+	return ""
+}
+
+// printFailed reports a letter that could not be sent or deleted, on w and
+// stderr, and returns the exit code that makes: 1.
+func printFailed(w, stderr io.Writer, o async.Outcome, copies string) int {
+	fmt.Fprintf(w, "%s: failed%s: %s\n", printable(o.Key()), copies, printable(o.Err.Error()))
+	fmt.Fprintf(stderr, "gateway deadletters: %s: %s\n", printable(o.Key()), printable(o.Err.Error()))
+	return 1
+}
+
 // printRedrive prints what a redrive did and returns the exit code.
 func printRedrive(w, stderr io.Writer, outs []async.Outcome, where string, dryRun bool) int {
 	if len(outs) == 0 {
@@ -385,15 +402,10 @@ func printRedrive(w, stderr io.Writer, outs []async.Outcome, where string, dryRu
 	code := 0
 	var sent, acked, left int
 	for _, o := range outs {
-		copies := ""
-		if o.Copies > 1 {
-			copies = fmt.Sprintf(" (%d copies)", o.Copies)
-		}
+		copies := copiesNote(o)
 		switch {
 		case o.Err != nil:
-			fmt.Fprintf(w, "%s: failed%s: %s\n", printable(o.Key()), copies, printable(o.Err.Error()))
-			fmt.Fprintf(stderr, "gateway deadletters: %s: %s\n", printable(o.Key()), printable(o.Err.Error()))
-			code = 1
+			code = printFailed(w, stderr, o, copies)
 			left++
 		case o.Verdict.Sends():
 			fmt.Fprintf(w, "%s: %ssent back to the continuation queue%s; it can finish (expires %s)\n", o.Key(), would, copies, o.Expiry.Format(time.RFC3339))
