@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"fngateway/core"
+	"fngateway/internal/settings"
 )
 
 // explainUsage is printed above the flags by `gateway explain -h`.
@@ -210,11 +211,7 @@ func (r *explainResolver) value(flagName, text, setting string, dst interface{ D
 		}
 		return " from --" + flagName
 	}
-	v, ok := r.env(setting)
-	if !ok {
-		v, ok = r.env(strings.ToUpper(setting)) // as envconfig spells it
-	}
-	if ok {
+	if v, ok := settings.EnvLookup(r.env)(setting); ok {
 		if err := dst.Decode(v); err != nil {
 			r.err = &core.SettingError{Name: setting, Value: v, Want: err.Error()}
 			return ""
