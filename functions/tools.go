@@ -64,7 +64,19 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 
 // checkCmd is runCheck with its context given.
 func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return ops.Check(ctx, args, ops.CheckAuth{SigV4: sigv4Signer, Entra: entraSigner}, stdout, stderr)
+	return ops.Check(ctx, args, cloudSigners{}, stdout, stderr)
+}
+
+// cloudSigners are the signers of this build's clouds: ops.Signers over
+// sigv4Signer (aws.go) and entraSigner (azure.go).
+type cloudSigners struct{}
+
+func (cloudSigners) SigV4(ctx context.Context, region string) (core.Authorizer, error) {
+	return sigv4Signer(ctx, region)
+}
+
+func (cloudSigners) Entra(ctx context.Context, scope string) (core.Authorizer, error) {
+	return entraSigner(ctx, scope)
 }
 
 // runDeadLetters is `gateway deadletters …` over the stores the

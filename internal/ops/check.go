@@ -185,24 +185,24 @@ func parseCheckArgs(args []string, stdout io.Writer) (*checkConfig, int, error) 
 	return c, 0, nil
 }
 
-// CheckAuth builds the credentials `gateway check` sends to the gateway's
-// own host. The binary gives it the authorizers of infra/aws and
+// Signers make the credentials `gateway check` sends to the gateway's own
+// host. The binary implements them with the authorizers of infra/aws and
 // infra/azure, each only in a build that links that cloud
 // (docs/development.md: build tags), and the error a build without it
 // gives. (--function-key needs no SDK: the check sends it itself.)
-type CheckAuth struct {
+type Signers interface {
 	// SigV4 signs for service lambda in region (the SDK's region when
 	// empty) with the SDK's default credentials: --aws-sigv4.
-	SigV4 func(ctx context.Context, region string) (core.Authorizer, error)
+	SigV4(ctx context.Context, region string) (core.Authorizer, error)
 	// Entra sends a bearer token for scope from the Azure SDK's default
 	// credentials: --entra-scope.
-	Entra func(ctx context.Context, scope string) (core.Authorizer, error)
+	Entra(ctx context.Context, scope string) (core.Authorizer, error)
 }
 
 // Check is `gateway check [flags] <URL>`: it probes a deployed gateway and
 // prints a pass/fail report. It returns 0 when every probe passed, 1 when
 // one failed, 2 for a flag it cannot read.
-func Check(ctx context.Context, args []string, auth CheckAuth, stdout, stderr io.Writer) int {
+func Check(ctx context.Context, args []string, signers Signers, stdout, stderr io.Writer) int {
 	c, code, err := parseCheckArgs(args, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -216,12 +216,12 @@ func Check(ctx context.Context, args []string, auth CheckAuth, stdout, stderr io
 	}}
 	switch {
 	case c.sigv4:
-		if ch.sign, err = auth.SigV4(ctx, c.region); err != nil {
+		if ch.sign, err = signers.SigV4(ctx, c.region); err != nil {
 			fmt.Fprintf(stderr, "check: --aws-sigv4: %v\n", err)
 			return 2
 		}
 	case c.entraScope != "":
-		if ch.sign, err = auth.Entra(ctx, c.entraScope); err != nil {
+		if ch.sign, err = signers.Entra(ctx, c.entraScope); err != nil {
 			fmt.Fprintf(stderr, "check: --entra-scope %s: %v\n", c.entraScope, err)
 			return 2
 		}
