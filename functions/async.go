@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"fngateway/adapters/httpapi"
-	"fngateway/internal/settings"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -17,10 +16,12 @@ import (
 	"fngateway/core"
 	"fngateway/core/async"
 	"fngateway/infra/filestore"
+	"fngateway/internal/settings"
 )
 
 // asyncParts are the store, queue and notifier AsyncStore and AsyncQueue
-// name.
+// name, and, for a tool that asked (deadLetterQuery), the queue's dead
+// letters.
 type asyncParts struct {
 	store    async.Store
 	queue    async.Queue
@@ -29,6 +30,18 @@ type asyncParts struct {
 	// undo removes what opening the store created (the embedded store's
 	// directories), for a start-up that fails after; nil: nothing to undo.
 	undo func()
+	// deadLetters are the continuation queue's dead letters, and where
+	// says where they are; nil without a deadLetterQuery.
+	deadLetters async.DeadLetters
+	where       string
+}
+
+// deadLetterQuery asks openAsync for the dead letters too, for a tool that
+// works beside a running gateway (`gateway deadletters`): the embedded
+// store is opened beside it (filestore.OpenBeside), not for serving.
+type deadLetterQuery struct {
+	// dlq is the SQS dead-letter queue's URL, "" for the redrive policy's.
+	dlq string
 }
 
 // removeCreated returns a function that removes the first directory on
@@ -57,13 +70,32 @@ func removeCreated(dir string) func() {
 }
 
 // openAsync connects the async store and queue that AsyncStore and
-// AsyncQueue name.
+// AsyncQueue name, for the gateway to serve from.
 func openAsync(ctx context.Context, s *settings.Settings) (*asyncParts, error) {
+	return openStores(ctx, s, os.Getenv, nil)
+}
+
+// openStores connects the async store and queue that AsyncStore and
+// AsyncQueue name: the one place the stores are opened, for the gateway
+// (dl nil) and for the dead-letter command (dl non-nil). getenv reads the
+// environment the storage settings' identity-based forms come from
+// (azureStorageConfig).
+func openStores(ctx context.Context, s *settings.Settings, getenv func(string) string, dl *deadLetterQuery) (*asyncParts, error) {
 	if s.NotificationTopicArns != "" && !strings.HasPrefix(s.AsyncStore, "s3:") {
 		return nil, &core.SettingError{Name: "NotificationTopicArns", Value: s.NotificationTopicArns,
 			Want: "want it unset unless AsyncStore is s3:// (SNS topics; other stores notify on their own service)"}
 	}
+	if dl != nil && dl.dlq != "" && (strings.HasPrefix(s.AsyncStore, "file:") || s.AsyncStore == "azure") {
+		return nil, &core.SettingError{Name: "--dlq", Value: dl.dlq, Want: "want it only with AsyncStore=s3://"}
+	}
 	switch {
+	case strings.HasPrefix(s.AsyncStore, "file:") && dl != nil:
+		dir := strings.TrimPrefix(s.AsyncStore, "file:")
+		fs, err := filestore.OpenBeside(dir)
+		if err != nil {
+			return nil, &core.SettingError{Name: "AsyncStore", Value: s.AsyncStore, Want: err.Error()}
+		}
+		return &asyncParts{store: fs, queue: fs, notifier: fs, deadLetters: fs.DeadLetters(), where: dir + "/quarantine"}, nil
 	case strings.HasPrefix(s.AsyncStore, "file:"):
 		dir := strings.TrimPrefix(s.AsyncStore, "file:")
 		undo := removeCreated(dir)
@@ -74,19 +106,30 @@ func openAsync(ctx context.Context, s *settings.Settings) (*asyncParts, error) {
 		}
 		return &asyncParts{store: fs, queue: fs, notifier: fs, files: fs, undo: undo}, nil
 	case s.AsyncStore == "azure":
-		az, err := openAzure(ctx, s)
-		if err != nil {
-			return nil, err
-		}
-		return &asyncParts{store: az.store, queue: az.queue, notifier: az.notifier}, nil
+		return openAzure(ctx, s, getenv, dl)
 	case strings.HasPrefix(s.AsyncStore, "s3:"):
-		parts, err := openAWS(ctx, s)
-		if err != nil {
-			return nil, err
-		}
-		return &asyncParts{store: parts.store, queue: parts.queue, notifier: parts.notifier}, nil
+		return openAWS(ctx, s, dl)
 	}
 	return nil, &core.SettingError{Name: "AsyncStore", Value: s.AsyncStore, Want: "want file:<dir>, azure or s3://<bucket>[/<prefix>]"}
+}
+
+// openDeadLetters connects the store, the continuation queue and its dead
+// letters that the settings in env name (AsyncStore, AsyncQueue and
+// AzureWebJobsStorage with its __ forms, read as the gateway reads them:
+// settings.EnvLookup), and says where the dead letters are.
+func openDeadLetters(ctx context.Context, env func(string) (string, bool), dlq string) (*async.Redriver, string, error) {
+	lookup := settings.EnvLookup(env)
+	get := func(name string) string { v, _ := lookup(name); return v }
+	s := settings.DefaultSettings()
+	if v, ok := lookup("AsyncStore"); ok {
+		s.AsyncStore = v
+	}
+	s.AsyncQueue, s.AzureWebJobsStorage = get("AsyncQueue"), get("AzureWebJobsStorage")
+	p, err := openStores(ctx, &s, get, &deadLetterQuery{dlq: dlq})
+	if err != nil {
+		return nil, "", err
+	}
+	return &async.Redriver{Store: p.store, Queue: p.queue, DeadLetters: p.deadLetters}, p.where, nil
 }
 
 // newAsync is the async engine over p, forwarding with fwd.

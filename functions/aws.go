@@ -7,29 +7,17 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"strings"
-	"time"
 
-	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/config"
 
 	"fngateway/core"
-	"fngateway/core/async"
 	"fngateway/infra/aws"
 	"fngateway/internal/settings"
 )
-
-type awsParts struct {
-	store    async.Store
-	queue    async.Queue
-	notifier async.Notifier
-}
 
 // sqsQueueURLWant describes AsyncQueue's value with an s3:// store.
 const sqsQueueURLWant = "want an SQS queue URL https://sqs.<region>.amazonaws.com/<account id>/<queue name> (a standard queue) when AsyncStore is s3://"
@@ -42,8 +30,10 @@ const sqsQueueURLWant = "want an SQS queue URL https://sqs.<region>.amazonaws.co
 // endpoint is addressed path-style). Lifecycle notifications go to the SNS
 // FIFO topics NotificationTopicArns lists. Nothing is contacted here: a
 // wrong credential or endpoint shows in the first async hand-off (503
-// AsyncUnavailable).
-func openAWS(ctx context.Context, s *settings.Settings) (*awsParts, error) {
+// AsyncUnavailable). With dl, the dead-letter queue dl.dlq is connected
+// too, by default the one AsyncQueue's redrive policy names (which asks
+// SQS).
+func openAWS(ctx context.Context, s *settings.Settings, dl *deadLetterQuery) (*asyncParts, error) {
 	if _, _, err := aws.ParseLocation(s.AsyncStore); err != nil {
 		return nil, &core.SettingError{Name: "AsyncStore", Value: s.AsyncStore, Want: err.Error()}
 	}
@@ -78,7 +68,24 @@ func openAWS(ctx context.Context, s *settings.Settings) (*awsParts, error) {
 	// without an ARN stops the start-up (ValidateTopics), none is created.
 	notifier := aws.NewNotifier(cfg, arns)
 	notifier.NoCreate = os.Getenv("AWS_LAMBDA_RUNTIME_API") != ""
-	return &awsParts{store: store, queue: queue, notifier: notifier}, nil
+	p := &asyncParts{store: store, queue: queue, notifier: notifier}
+	if dl == nil {
+		return p, nil
+	}
+	dlq := dl.dlq
+	if dlq == "" {
+		if dlq, err = aws.DeadLetterQueueURL(ctx, cfg, s.AsyncQueue); err != nil {
+			if errors.Is(err, aws.ErrNoRedrivePolicy) {
+				err = fmt.Errorf("%w; give the dead-letter queue with --dlq URL", err)
+			}
+			return nil, err
+		}
+	}
+	if p.deadLetters, err = aws.NewDeadLetters(cfg, dlq); err != nil {
+		return nil, err
+	}
+	p.where = "queue " + dlq
+	return p, nil
 }
 
 // awsConfig loads the AWS SDK's default configuration, which must name a
@@ -111,43 +118,11 @@ func checkSQSQueueURL(s string) error {
 	return err
 }
 
-// openS3DeadLetters connects AsyncStore=s3://, its SQS queue and the
-// dead-letter queue dlq (by default the queue's redrive policy's).
-func openS3DeadLetters(ctx context.Context, store, queue, dlq string) (*async.Redriver, string, error) {
-	if _, err := aws.ParseQueueURL(queue); err != nil {
-		return nil, "", &core.SettingError{Name: "AsyncQueue", Value: queue, Want: sqsQueueURLWant}
-	}
-	cfg, err := awsConfig(ctx)
-	if err != nil {
-		return nil, "", err
-	}
-	st, err := aws.NewStore(cfg, store)
-	if err != nil {
-		return nil, "", &core.SettingError{Name: "AsyncStore", Value: store, Want: err.Error()}
-	}
-	q, err := aws.NewQueue(cfg, queue)
-	if err != nil {
-		return nil, "", &core.SettingError{Name: "AsyncQueue", Value: queue, Want: err.Error()}
-	}
-	if dlq == "" {
-		if dlq, err = aws.DeadLetterQueueURL(ctx, cfg, queue); err != nil {
-			if errors.Is(err, aws.ErrNoRedrivePolicy) {
-				err = fmt.Errorf("%w; give the dead-letter queue with --dlq URL", err)
-			}
-			return nil, "", err
-		}
-	}
-	dl, err := aws.NewDeadLetters(cfg, dlq)
-	if err != nil {
-		return nil, "", err
-	}
-	return &async.Redriver{Store: st, Queue: q, DeadLetters: dl}, "queue " + dlq, nil
-}
-
-// sigv4Signer returns a function that signs a request for service lambda
-// with the SDK's default credential chain (environment, shared config and
-// credentials files, SSO, container and instance roles).
-func sigv4Signer(ctx context.Context, region string) (func(context.Context, *http.Request, []byte) error, error) {
+// sigv4Signer is the signer of `gateway check --aws-sigv4`: infra/aws's,
+// for service lambda in region (default the SDK's), with the SDK's default
+// credential chain (environment, shared config and credentials files, SSO,
+// container and instance roles), which must give credentials now.
+func sigv4Signer(ctx context.Context, region string) (core.Authorizer, error) {
 	var opts []func(*config.LoadOptions) error
 	if region != "" {
 		opts = append(opts, config.WithRegion(region))
@@ -162,16 +137,10 @@ func sigv4Signer(ctx context.Context, region string) (func(context.Context, *htt
 	if cfg.Credentials == nil {
 		return nil, errors.New("no AWS credentials found")
 	}
+	// The SDK's configuration caches the credentials (an
+	// aws.CredentialsCache), which the signer then shares.
 	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
 		return nil, fmt.Errorf("AWS credentials: %w", err)
 	}
-	signer := v4.NewSigner()
-	return func(ctx context.Context, req *http.Request, body []byte) error {
-		creds, err := cfg.Credentials.Retrieve(ctx)
-		if err != nil {
-			return fmt.Errorf("AWS credentials: %w", err)
-		}
-		sum := sha256.Sum256(body)
-		return signer.SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), "lambda", cfg.Region, time.Now())
-	}, nil
+	return aws.NewSigner(cfg.Credentials, "lambda", cfg.Region), nil
 }

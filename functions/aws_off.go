@@ -8,23 +8,15 @@ package main
 import (
 	"context"
 	"errors"
-	"net/http"
 
 	"fngateway/core"
-	"fngateway/core/async"
 	"fngateway/internal/settings"
 )
 
 // errNoAWS says why an AWS feature is missing from this binary.
 var errNoAWS = errors.New("this binary was built without AWS support (-tags noaws, as make package-azure builds it); use a build without that tag")
 
-type awsParts struct {
-	store    async.Store
-	queue    async.Queue
-	notifier async.Notifier
-}
-
-func openAWS(_ context.Context, s *settings.Settings) (*awsParts, error) {
+func openAWS(_ context.Context, s *settings.Settings, _ *deadLetterQuery) (*asyncParts, error) {
 	return nil, &core.SettingError{Name: "AsyncStore", Value: s.AsyncStore, Want: "want file:<dir> or azure: " + errNoAWS.Error()}
 }
 
@@ -34,11 +26,7 @@ func sigv4Authorizer(context.Context, string, string) (core.Authorizer, error) {
 
 func checkSQSQueueURL(string) error { return errNoAWS }
 
-func openS3DeadLetters(_ context.Context, store, _, _ string) (*async.Redriver, string, error) {
-	return nil, "", &core.SettingError{Name: "AsyncStore", Value: store, Want: "want file:<dir> or azure: " + errNoAWS.Error()}
-}
-
-func sigv4Signer(context.Context, string) (func(context.Context, *http.Request, []byte) error, error) {
+func sigv4Signer(context.Context, string) (core.Authorizer, error) {
 	return nil, errNoAWS
 }
 

@@ -40,7 +40,7 @@ func TestOpenAWSSettingErrors(t *testing.T) {
 		{"query", "s3://bucket", queue + "?x=1", "AsyncQueue", "SQS queue URL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := openAWS(t.Context(), &settings.Settings{AsyncStore: tc.store, AsyncQueue: tc.queue})
+			_, err := openAWS(t.Context(), &settings.Settings{AsyncStore: tc.store, AsyncQueue: tc.queue}, nil)
 			var se *core.SettingError
 			if !errors.As(err, &se) {
 				t.Fatalf("openAWS error = %v, want a SettingError", err)
@@ -54,7 +54,7 @@ func TestOpenAWSSettingErrors(t *testing.T) {
 		t.Setenv("AWS_REGION", "")
 		t.Setenv("AWS_DEFAULT_REGION", "")
 		t.Setenv("AWS_CONFIG_FILE", t.TempDir()+"/none")
-		_, err := openAWS(t.Context(), &settings.Settings{AsyncStore: "s3://bucket", AsyncQueue: queue})
+		_, err := openAWS(t.Context(), &settings.Settings{AsyncStore: "s3://bucket", AsyncQueue: queue}, nil)
 		var se *core.SettingError
 		if !errors.As(err, &se) || se.Name != "AWS_REGION" {
 			t.Fatalf("openAWS error = %v, want a SettingError naming AWS_REGION", err)
@@ -111,7 +111,7 @@ func TestOpenAWSEndpointsFromEnvironment(t *testing.T) {
 	parts, err := openAWS(ctx, &settings.Settings{
 		AsyncStore: "s3://gateway-env/results",
 		AsyncQueue: f.QueueURL("gateway-continuations"),
-	})
+	}, nil)
 	if err != nil {
 		t.Fatalf("openAWS: %v", err)
 	}
@@ -156,7 +156,7 @@ func TestOpenAWSEndpointsFromEnvironment(t *testing.T) {
 		AsyncStore:            "s3://gateway-env/results",
 		AsyncQueue:            f.QueueURL("gateway-continuations"),
 		NotificationTopicArns: *topic.TopicArn,
-	})
+	}, nil)
 	if err != nil {
 		t.Fatalf("openAWS with NotificationTopicArns: %v", err)
 	}

@@ -14,25 +14,18 @@ import (
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 
 	"fngateway/core"
-	"fngateway/core/async"
 	"fngateway/infra/azure"
 	"fngateway/internal/settings"
 )
 
-type azureParts struct {
-	store    async.Store
-	queue    async.Queue
-	notifier async.Notifier
-}
-
 // openAzure connects AsyncStore=azure to the storage account the Functions
-// host itself uses, as azureStorageConfig reads it from the environment.
-func openAzure(_ context.Context, s *settings.Settings) (*azureParts, error) {
-	cfg, err := azureStorageConfig(s.AzureWebJobsStorage, os.Getenv)
+// host itself uses, as azureStorageConfig reads it from getenv. With dl, the
+// continuation queue's poison queue is connected too.
+func openAzure(_ context.Context, s *settings.Settings, getenv func(string) string, dl *deadLetterQuery) (*asyncParts, error) {
+	cfg, err := azureStorageConfig(s.AzureWebJobsStorage, getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +45,15 @@ func openAzure(_ context.Context, s *settings.Settings) (*azureParts, error) {
 	// (docs/terraform.md#inputs-at-a-glance): a missing one is an error, not created.
 	notifier := acct.Notifier()
 	notifier.NoCreate = os.Getenv("FUNCTIONS_CUSTOMHANDLER_PORT") != ""
-	return &azureParts{store: acct.Store(), queue: q, notifier: notifier}, nil
+	p := &asyncParts{store: acct.Store(), queue: q, notifier: notifier}
+	if dl != nil {
+		pq, err := acct.PoisonQueue(name)
+		if err != nil {
+			return nil, &core.SettingError{Name: "AsyncQueue", Value: name, Want: err.Error()}
+		}
+		p.deadLetters, p.where = pq, "queue "+pq.Name()
+	}
+	return p, nil
 }
 
 // azureStorageConfig reads the storage settings as the Functions host does
@@ -131,31 +132,6 @@ func azureStorageConfig(conn string, getenv func(string) string) (azure.Config, 
 	return cfg, nil
 }
 
-// openAzureDeadLetters connects AsyncStore=azure, its continuation queue
-// and that queue's poison queue; get reads a setting.
-func openAzureDeadLetters(get func(string) string, queue string) (*async.Redriver, string, error) {
-	cfg, err := azureStorageConfig(get("AzureWebJobsStorage"), get)
-	if err != nil {
-		return nil, "", err
-	}
-	acct, err := azure.NewAccount(cfg)
-	if err != nil {
-		return nil, "", &core.SettingError{Name: "AzureWebJobsStorage", Value: "(redacted)", Want: err.Error()}
-	}
-	if queue == "" {
-		queue = defaultAzureQueue
-	}
-	q, err := acct.Queue(queue)
-	if err != nil {
-		return nil, "", &core.SettingError{Name: "AsyncQueue", Value: queue, Want: err.Error()}
-	}
-	pq, err := acct.PoisonQueue(queue)
-	if err != nil {
-		return nil, "", &core.SettingError{Name: "AsyncQueue", Value: queue, Want: err.Error()}
-	}
-	return &async.Redriver{Store: acct.Store(), Queue: q, DeadLetters: pq}, "queue " + pq.Name(), nil
-}
-
 // newEntraAuthorizers returns the authorizers of entra routes, one per
 // scope, sharing the function's Entra ID identity (entraCredential).
 func newEntraAuthorizers() (func(scope string) core.Authorizer, error) {
@@ -181,34 +157,19 @@ func entraCredential() (azcore.TokenCredential, error) {
 	return azidentity.NewDefaultAzureCredential(nil)
 }
 
-// azureAuthorizer returns a function that adds the Azure front door's
-// credentials to a request: a bearer token for scope (App Service
-// Authentication with Entra ID) from the Azure SDK's default credential
-// chain, and the function key as x-functions-key. Either may be empty. A
-// token is fetched once here, so that a missing credential stops the check
-// before any probe, and again as it nears expiry (the SDK caches it).
-func azureAuthorizer(ctx context.Context, scope, key string) (func(context.Context, *http.Request, []byte) error, error) {
-	var cred *azidentity.DefaultAzureCredential
-	if scope != "" {
-		var err error
-		if cred, err = azidentity.NewDefaultAzureCredential(nil); err != nil {
-			return nil, fmt.Errorf("load Azure credentials: %w", err)
-		}
-		if _, err := cred.GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{scope}}); err != nil {
-			return nil, fmt.Errorf("no token: %w", err)
-		}
+// entraSigner is the authorizer of `gateway check --entra-scope`:
+// infra/azure's token authorizer for scope (App Service Authentication with
+// Entra ID) over the Azure SDK's default credential chain. A token is
+// fetched here, so that a missing credential stops the check before any
+// probe; the authorizer keeps it, and fetches another as it nears expiry.
+func entraSigner(ctx context.Context, scope string) (core.Authorizer, error) {
+	cred, err := azidentity.NewDefaultAzureCredential(nil)
+	if err != nil {
+		return nil, fmt.Errorf("load Azure credentials: %w", err)
 	}
-	return func(ctx context.Context, req *http.Request, _ []byte) error {
-		if cred != nil {
-			tok, err := cred.GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{scope}})
-			if err != nil {
-				return fmt.Errorf("get an Entra ID token for %s: %w", scope, err)
-			}
-			req.Header.Set("Authorization", "Bearer "+tok.Token)
-		}
-		if key != "" {
-			req.Header.Set("x-functions-key", key)
-		}
-		return nil
-	}, nil
+	a := azure.NewTokenAuthorizer(cred, scope)
+	if err := a.Authorize(ctx, &http.Request{Header: http.Header{}}, nil, false); err != nil {
+		return nil, fmt.Errorf("no token: %w", err)
+	}
+	return a, nil
 }

@@ -26,61 +26,13 @@ import (
 	"fngateway/infra/azure"
 	"fngateway/infra/filestore"
 	"fngateway/internal/emulators"
+	"fngateway/internal/settings"
 )
 
-// TestParseDeadLetters: the command lines the command takes, and a clear
-// error naming what is wrong in the others.
-func TestParseDeadLetters(t *testing.T) {
-	const id = "0123456789abcdef0123456789abcdef"
-	const uuid = "a7098237-D1ED-4cd9-846e-47754ad74026"
-	tests := []struct {
-		args    []string
-		want    dlCommand
-		wantErr string
-	}{
-		{[]string{"list"}, dlCommand{Verb: "list"}, ""},
-		{[]string{"list", "--json"}, dlCommand{Verb: "list", JSON: true}, ""},
-		{[]string{"show", id}, dlCommand{Verb: "show", IDs: []string{id}}, ""},
-		{[]string{"show", uuid}, dlCommand{Verb: "show", IDs: []string{uuid}}, ""},
-		{[]string{"show", id + ".msg"}, dlCommand{Verb: "show", IDs: []string{id + ".msg"}}, ""},
-		{[]string{"redrive"}, dlCommand{Verb: "redrive", IDs: []string{}}, ""},
-		{[]string{"redrive", "--dry-run", id, uuid}, dlCommand{Verb: "redrive", DryRun: true, IDs: []string{id, uuid}}, ""},
-		{[]string{"redrive", "--dlq", "https://sqs.eu-west-1.amazonaws.com/123456789012/gw-continuations-dlq"},
-			dlCommand{Verb: "redrive", IDs: []string{}, DLQ: "https://sqs.eu-west-1.amazonaws.com/123456789012/gw-continuations-dlq"}, ""},
-		{[]string{"--help"}, dlCommand{Verb: "help"}, ""},
-		{nil, dlCommand{}, "want a subcommand"},
-		{[]string{"purge"}, dlCommand{Verb: "purge", IDs: []string{}, MinAge: time.Hour}, ""},
-		{[]string{"purge", "--dry-run", "--force", "--min-age", "10m", id}, dlCommand{Verb: "purge", DryRun: true, Force: true, MinAge: 10 * time.Minute, IDs: []string{id}}, ""},
-		{[]string{"purge", "--min-age", "soon"}, dlCommand{}, "-min-age"},
-		{[]string{"purge", "--json"}, dlCommand{}, "-json"},
-		{[]string{"drop"}, dlCommand{}, `unknown subcommand "drop"`},
-		{[]string{"list", id}, dlCommand{}, "list takes no id"},
-		{[]string{"show"}, dlCommand{}, "want exactly one id, got 0"},
-		{[]string{"show", id, id}, dlCommand{}, "want exactly one id, got 2"},
-		{[]string{"show", "xyz"}, dlCommand{}, `id "xyz"`},
-		{[]string{"show", strings.ToUpper(id)}, dlCommand{}, `id "` + strings.ToUpper(id) + `"`},
-		{[]string{"redrive", id, "--dry-run"}, dlCommand{}, `"--dry-run": flags go before the ids`},
-		{[]string{"redrive", "--force"}, dlCommand{}, "-force"},
-		{[]string{"list", "--dry-run"}, dlCommand{}, "-dry-run"},
-		{[]string{"redrive", "--dlq", "sqs://nope"}, dlCommand{}, `--dlq "sqs://nope"`},
-	}
-	for _, tt := range tests {
-		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			got, err := parseDeadLetters(tt.args)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("parseDeadLetters(%q) = %v; want an error containing %q", tt.args, err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("parseDeadLetters(%q): %v", tt.args, err)
-			}
-			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
-				t.Errorf("parseDeadLetters(%q) = %+v; want %+v", tt.args, got, tt.want)
-			}
-		})
-	}
+// TestDeadLettersBadInput: a bad id or AsyncStore stops the command with
+// exit 2, naming it (moved from TestParseDeadLetters, whose table went
+// with the parser to internal/ops).
+func TestDeadLettersBadInput(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := deadLettersCmd(context.Background(), []string{"show", "nope"}, func(string) (string, bool) { return "", false }, time.Now(), &out, &errb); code != 2 || !strings.Contains(errb.String(), `id "nope"`) {
 		t.Errorf("bad id: exit %d, stderr %q; want 2 naming it", code, errb.String())
@@ -92,50 +44,21 @@ func TestParseDeadLetters(t *testing.T) {
 	}
 }
 
-// FuzzParseDeadLetters: any command line parses or fails with an error,
-// never a panic; what parses names a known verb and only ids that can name
-// a dead letter, and parses again to the same command.
-func FuzzParseDeadLetters(f *testing.F) {
-	f.Add("redrive\x00--dry-run\x000123456789abcdef0123456789abcdef")
-	f.Add("show\x00a7098237-d1ed-4cd9-846e-47754ad74026")
-	f.Add("list\x00--json")
-	f.Add("redrive\x00--dlq\x00https://sqs.us-east-1.amazonaws.com/1/q")
-	f.Fuzz(func(t *testing.T, line string) {
-		args := strings.Split(line, "\x00")
-		c, err := parseDeadLetters(args)
-		if err != nil || c.Verb == "help" {
-			return
-		}
-		if c.Verb != "list" && c.Verb != "show" && c.Verb != "redrive" && c.Verb != "purge" {
-			t.Fatalf("verb %q parsed", c.Verb)
-		}
-		for _, id := range c.IDs {
-			if !validLetterID(id) {
-				t.Fatalf("id %q parsed", id)
-			}
-		}
-		again := []string{c.Verb}
-		if c.JSON {
-			again = append(again, "--json")
-		}
-		if c.DryRun {
-			again = append(again, "--dry-run")
-		}
-		if c.DLQ != "" {
-			again = append(again, "--dlq", c.DLQ)
-		}
-		if c.Verb == "purge" {
-			again = append(again, "--min-age", c.MinAge.String())
-			if c.Force {
-				again = append(again, "--force")
-			}
-		}
-		again = append(again, c.IDs...)
-		c2, err := parseDeadLetters(again)
-		if err != nil || fmt.Sprint(c2) != fmt.Sprint(c) {
-			t.Fatalf("reparse of %q = %+v, %v; want %+v", again, c2, err, c)
-		}
-	})
+// TestDeadLettersOpensAsTheGateway: the dead-letter command opens the
+// stores through openStores, as the gateway does, so a malformed AsyncQueue
+// of an s3:// store is refused with the reason start-up gives, exit 2.
+func TestDeadLettersOpensAsTheGateway(t *testing.T) {
+	env := map[string]string{"AsyncStore": "s3://bucket", "AsyncQueue": "https://example.com/queue"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	var out, errb strings.Builder
+	code := deadLettersCmd(t.Context(), []string{"list"}, lookup, time.Now(), &out, &errb)
+	_, startErr := openAsync(t.Context(), &settings.Settings{AsyncStore: env["AsyncStore"], AsyncQueue: env["AsyncQueue"]})
+	if startErr == nil {
+		t.Fatal("openAsync took a malformed AsyncQueue")
+	}
+	if want := "gateway: " + startErr.Error() + "\n"; code != 2 || errb.String() != want {
+		t.Errorf("deadletters list = %d, stderr %q; want 2 and %q, as start-up says it", code, errb.String(), want)
+	}
 }
 
 // dlBackend answers 200 "done"; while hold is set each call waits for it
@@ -174,6 +97,33 @@ func (b *dlBackend) setHold(c chan struct{}) {
 	b.mu.Lock()
 	b.hold = c
 	b.mu.Unlock()
+}
+
+// submitHeld sends an async request of profile u1 to the gateway at url
+// while be holds every call, and returns its 202's body and the release of
+// the hold. The hold is released at the test's end too: a failing test
+// must not leave the backend's handler waiting (its server's Close would
+// wait for it).
+func submitHeld(t *testing.T, be *dlBackend, url string) (acc struct{ ID string }, release func()) {
+	t.Helper()
+	hold := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(hold) }) }
+	t.Cleanup(release)
+	be.setHold(hold)
+	req, _ := http.NewRequest("POST", url+"/jobs", strings.NewReader("payload"))
+	req.Header.Set("S7PAsyncMode", "true")
+	req.Header.Set("X-UserProfile", "u1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	json.NewDecoder(resp.Body).Decode(&acc)
+	resp.Body.Close()
+	if resp.StatusCode != 202 || acc.ID == "" {
+		t.Fatalf("submit: %d %+v; want 202", resp.StatusCode, acc)
+	}
+	return acc, release
 }
 
 // dlStore is one store under test: how its dead letters come about.
@@ -375,26 +325,7 @@ func testDeadLetters(t *testing.T, be *dlBackend, deadLetter func(*testing.T, as
 		t.Fatalf("list of none: exit %d, %q", code, out)
 	}
 
-	hold := make(chan struct{})
-	var release sync.Once
-	releaseHold := func() { release.Do(func() { close(hold) }) }
-	// A failing test must not leave the backend's handler waiting: its
-	// server's Close would wait for it.
-	t.Cleanup(releaseHold)
-	be.setHold(hold)
-	req, _ := http.NewRequest("POST", srv.URL+"/jobs", strings.NewReader("payload"))
-	req.Header.Set("S7PAsyncMode", "true")
-	req.Header.Set("X-UserProfile", "u1")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var acc struct{ ID string }
-	json.NewDecoder(resp.Body).Decode(&acc)
-	resp.Body.Close()
-	if resp.StatusCode != 202 || acc.ID == "" {
-		t.Fatalf("submit: %d %+v; want 202", resp.StatusCode, acc)
-	}
+	acc, releaseHold := submitHeld(t, be, srv.URL)
 	<-be.called // the in-line attempt, dropped at the hand-off
 	deadLetter(t, q)
 
@@ -514,23 +445,7 @@ func testPurge(t *testing.T, be *dlBackend, gw *gateway, url string, q async.Que
 
 	// A pending request's letter: kept unless forced; forced, the request
 	// ends Failed rather than answering 202 until its expiry.
-	hold := make(chan struct{})
-	var release sync.Once
-	t.Cleanup(func() { release.Do(func() { close(hold) }) })
-	be.setHold(hold)
-	req, _ := http.NewRequest("POST", url+"/jobs", strings.NewReader("payload"))
-	req.Header.Set("S7PAsyncMode", "true")
-	req.Header.Set("X-UserProfile", "u1")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var acc struct{ ID string }
-	json.NewDecoder(resp.Body).Decode(&acc)
-	resp.Body.Close()
-	if resp.StatusCode != 202 || acc.ID == "" {
-		t.Fatalf("submit: %d %+v; want 202", resp.StatusCode, acc)
-	}
+	acc, _ := submitHeld(t, be, url)
 	<-be.called
 	deadLetter(t, q)
 	out, code = runDL(t, "purge", "--min-age", "0s")

@@ -9,6 +9,8 @@ import (
 	"os"
 	"sync/atomic"
 	"time"
+
+	"fngateway/internal/settings"
 )
 
 // demoSet is the three built-in backends of --demo: fast, slow and flaky.
@@ -67,9 +69,10 @@ func startDemo(ctx context.Context) (*demoSet, error) {
 	return d, nil
 }
 
-// setEnv points the settings at the demo backends, leaving alone any
-// setting the user gave.
-func (d *demoSet) setEnv() {
+// under lays the demo's settings, which point at the demo backends, under
+// env: a setting the user gave (under its name or in upper case) wins.
+// Nothing is written to the process's environment.
+func (d *demoSet) under(env func(string) (string, bool)) func(string) (string, bool) {
 	def := map[string]string{
 		"Hosts": d.addrs["fast"],
 		"Routes": fmt.Sprintf(`[{"prefix":"/slow","hosts":[%q],"ttlSecs":2},`+
@@ -78,10 +81,17 @@ func (d *demoSet) setEnv() {
 		"AsyncTriggerTimeout": "1000",
 		"UserProfiles":        `[{"userId":"demo","async-config":{"enabled":true,"containername":"demo-results","topic":"demo-status"}}]`,
 	}
-	for k, v := range def {
-		if _, set := lookup(k); !set {
-			os.Setenv(k, v)
+	given := settings.EnvLookup(env)
+	return func(name string) (string, bool) {
+		if v, ok := env(name); ok {
+			return v, true
 		}
+		if v, ok := def[name]; ok {
+			if _, set := given(name); !set {
+				return v, true
+			}
+		}
+		return "", false
 	}
 }
 

@@ -34,6 +34,7 @@ import (
 	"fngateway/core/async"
 	"fngateway/infra/filestore"
 	"fngateway/infra/otel"
+	"fngateway/internal/ops"
 	"fngateway/internal/settings"
 )
 
@@ -79,21 +80,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	default:
 		err = runLocal(ctx, demo, logger, stderr)
 	}
-	return exitCode(stderr, err)
-}
-
-// exitCode is the process exit code for the error a host's run returned,
-// which it prints as the process's one line on stderr: 2 for a bad
-// setting, 1 for any other failure, 0 for none.
-func exitCode(stderr io.Writer, err error) int {
-	if err == nil {
-		return 0
-	}
-	fmt.Fprintf(stderr, "gateway: %v\n", err)
-	if se := (*core.SettingError)(nil); errors.As(err, &se) {
-		return 2
-	}
-	return 1
+	return ops.ExitCode(stderr, err)
 }
 
 // runLocal runs the gateway as a local server on ListenAddr, with the
@@ -101,16 +88,17 @@ func exitCode(stderr io.Writer, err error) int {
 // front of the demo backends.
 func runLocal(ctx context.Context, demo bool, logger *slog.Logger, stderr io.Writer) error {
 	var demoBackends *demoSet
+	env := os.LookupEnv
 	if demo {
 		d, err := startDemo(ctx)
 		if err != nil {
 			return fmt.Errorf("demo backends: %w", err)
 		}
 		defer d.Close()
-		d.setEnv()
+		env = d.under(env)
 		demoBackends = d
 	}
-	s, limit, reloader, err := openSettings(ctx, 0, logger)
+	s, limit, reloader, err := openSettingsFrom(ctx, env, 0, logger)
 	if err != nil {
 		return err
 	}

@@ -13,56 +13,43 @@ import (
 	"fngateway/internal/settings"
 )
 
-// loadSettings reads the app settings from the environment, as docs/settings.md#settings
-// names them, and validates them against the execution limit the host
-// imposes (hostLimit, zero for none). The error is one line naming the
-// setting, its value and what is expected.
+// loadSettings reads the settings in force at start-up from the
+// environment, as openSettings does, without keeping a Reloader.
 func loadSettings(hostLimit time.Duration) (*settings.Settings, time.Duration, error) {
-	rules, err := settingsRules(hostLimit)
-	if err != nil {
-		return nil, 0, err
-	}
-	env := settings.EnvLookup(os.LookupEnv)
-	s, errs := settings.Decode(env, os.LookupEnv)
-	if len(errs) > 0 {
-		return nil, 0, errs[0]
-	}
-	limit, err := rules.Check(s, env)
-	if err != nil {
-		return nil, 0, err
-	}
-	return s, limit, nil
+	s, limit, _, err := openSettings(context.Background(), hostLimit, nil)
+	return s, limit, err
 }
 
-// settingsRules are what the settings are held against beside their own
-// syntax, at start-up and at every reload: the host's execution limit and
-// the memory the body budgets may use. Finding the memory tunes the
-// collector (GOGC, GOMEMLIMIT).
-func settingsRules(hostLimit time.Duration) (settings.Rules, error) {
-	// The body budgets are held against what the collector may use: the
-	// soft memory limit, not all of the host's memory.
-	mem, source, err := hostMemory(lookup)
-	if err != nil {
-		return settings.Rules{}, err
-	}
-	gc, err := tuneGC(os.LookupEnv, mem, source)
-	if err != nil {
-		return settings.Rules{}, err
-	}
-	rules := settings.Rules{HostLimit: hostLimit}
-	rules.MemBound, rules.MemSource = gc.bodyBound(mem, source)
-	return rules, nil
-}
-
-// openSettings reads the settings in force at start-up: the environment
-// and, when SettingsSource names a source, its document laid over it. The
-// Reloader it returns keeps them: its Run polls the source.
+// openSettings reads the settings in force at start-up from the
+// environment (openSettingsFrom).
 func openSettings(ctx context.Context, hostLimit time.Duration, logger *slog.Logger) (*settings.Settings, time.Duration, *settings.Reloader, error) {
-	rules, err := settingsRules(hostLimit)
+	return openSettingsFrom(ctx, os.LookupEnv, hostLimit, logger)
+}
+
+// openSettingsFrom reads the settings in force at start-up, as
+// docs/settings.md#settings names them: env (os.LookupEnv, or the demo's
+// defaults under it) and, when SettingsSource names a source, its document
+// laid over it; it validates them against the execution limit the host
+// imposes (hostLimit, zero for none) and the memory the body budgets may
+// use. The Reloader it returns keeps them: its Run polls the source. The
+// error is one line naming the setting, its value and what is expected.
+//
+// The collector's pace is set here first, from the host's memory
+// (tuneGC): the body budgets are held against what the collector may use,
+// the soft memory limit, not all of the host's memory.
+func openSettingsFrom(ctx context.Context, env func(string) (string, bool), hostLimit time.Duration, logger *slog.Logger) (*settings.Settings, time.Duration, *settings.Reloader, error) {
+	lookup := settings.EnvLookup(env)
+	mem, memSource, err := hostMemory(lookup)
 	if err != nil {
 		return nil, 0, nil, err
 	}
-	r := &settings.Reloader{Env: os.LookupEnv, Rules: rules, Logger: logger, Interval: 30 * time.Second}
+	gc, err := tuneGC(env, mem, memSource)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	rules := settings.Rules{HostLimit: hostLimit}
+	rules.MemBound, rules.MemSource = gc.bodyBound(mem, memSource)
+	r := &settings.Reloader{Env: env, Rules: rules, Logger: logger, Interval: 30 * time.Second}
 	if spec, ok := lookup(settings.SourceSetting); ok && strings.TrimSpace(spec) != "" {
 		src, err := openSettingsSource(ctx, strings.TrimSpace(spec))
 		if err != nil {
@@ -137,9 +124,8 @@ func hostOf(s string) string {
 	return u.Hostname()
 }
 
+// lookup reads a setting from the environment as the settings are read
+// (settings.EnvLookup: under its name, then in upper case).
 func lookup(name string) (string, bool) {
-	if v, ok := os.LookupEnv(name); ok {
-		return v, true
-	}
-	return os.LookupEnv(strings.ToUpper(name))
+	return settings.EnvLookup(os.LookupEnv)(name)
 }

@@ -1,13 +1,11 @@
-package main
+package ops
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -15,49 +13,6 @@ import (
 	"fngateway/core"
 	"fngateway/internal/settings"
 )
-
-// runExplain is `gateway explain [flags]`: it prints the budget timeline
-// of a request (core.Explain) as a table and returns the exit code: 0, or
-// 2 for a flag or setting it cannot read. Settings come from the flags,
-// then from the environment (the app settings of docs/settings.md#settings), then from
-// the contract's defaults.
-func runExplain(args []string, stdout, stderr io.Writer) int {
-	env, err := explainEnv(context.Background(), os.LookupEnv)
-	if err != nil {
-		fmt.Fprintf(stderr, "explain: %v\n", err)
-		return 2
-	}
-	return explainCmd(args, env, time.Now(), stdout, stderr)
-}
-
-// explainEnv is the environment with, when SettingsSource names a source,
-// its document laid over it: the settings a gateway started now would
-// have in force.
-func explainEnv(ctx context.Context, env func(string) (string, bool)) (func(string) (string, bool), error) {
-	spec, ok := env(settings.SourceSetting)
-	if !ok || strings.TrimSpace(spec) == "" {
-		return env, nil
-	}
-	src, err := openSettingsSource(ctx, strings.TrimSpace(spec))
-	if err != nil {
-		return nil, &core.SettingError{Name: settings.SourceSetting, Value: settings.Redact(spec), Want: err.Error()}
-	}
-	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	doc, err := src.Read(rctx, "")
-	if err != nil {
-		return nil, &core.SettingError{Name: settings.SourceSetting, Value: src.String(), Want: "cannot read it: " + err.Error()}
-	}
-	if doc == nil {
-		doc = &settings.Document{}
-	}
-	return func(name string) (string, bool) {
-		if v, ok := doc.Values[name]; ok {
-			return v, true
-		}
-		return env(name)
-	}, nil
-}
 
 // explainUsage is printed above the flags by `gateway explain -h`.
 const explainUsage = `usage: gateway explain [flags]
@@ -73,10 +28,13 @@ example: gateway explain --ttl 60 --timeout 45000 --queue-wait 5s --attempts tim
 flags:
 `
 
-// explainCmd is runExplain with its environment (a lookup such as
+// Explain is `gateway explain [flags]`: it prints the budget timeline of a
+// request (core.Explain) as a table and returns the exit code: 0, or 2 for
+// a flag or setting it cannot read. Settings come from the flags, then
+// from env (the app settings of docs/settings.md#settings: a lookup such as
 // os.LookupEnv; each setting is looked up as named, then in upper case),
-// clock and streams given.
-func explainCmd(args []string, env func(string) (string, bool), now time.Time, stdout, stderr io.Writer) int {
+// then from the contract's defaults.
+func Explain(args []string, env func(string) (string, bool), now time.Time, stdout, stderr io.Writer) int {
 	def := settings.DefaultSettings() // the one source of defaults
 	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -253,11 +211,7 @@ func (r *explainResolver) value(flagName, text, setting string, dst interface{ D
 		}
 		return " from --" + flagName
 	}
-	v, ok := r.env(setting)
-	if !ok {
-		v, ok = r.env(strings.ToUpper(setting)) // as envconfig spells it
-	}
-	if ok {
+	if v, ok := settings.EnvLookup(r.env)(setting); ok {
 		if err := dst.Decode(v); err != nil {
 			r.err = &core.SettingError{Name: setting, Value: v, Want: err.Error()}
 			return ""

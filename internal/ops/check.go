@@ -1,4 +1,4 @@
-package main
+package ops
 
 import (
 	"bytes"
@@ -17,13 +17,6 @@ import (
 
 	"fngateway/core"
 )
-
-// runCheck is `gateway check [flags] <URL>`: it probes a deployed
-// gateway and prints a pass/fail report. It returns 0 when every probe
-// passed, 1 when one failed, 2 for a flag it cannot read.
-func runCheck(args []string, stdout, stderr io.Writer) int {
-	return checkCmd(context.Background(), args, stdout, stderr)
-}
 
 // checkUsage is printed above the flags by `gateway check -h`.
 const checkUsage = `usage: gateway check [flags] <URL>
@@ -192,8 +185,24 @@ func parseCheckArgs(args []string, stdout io.Writer) (*checkConfig, int, error) 
 	return c, 0, nil
 }
 
-// checkCmd is runCheck with its context and streams given.
-func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// Signers make the credentials `gateway check` sends to the gateway's own
+// host. The binary implements them with the authorizers of infra/aws and
+// infra/azure, each only in a build that links that cloud
+// (docs/development.md: build tags), and the error a build without it
+// gives. (--function-key needs no SDK: the check sends it itself.)
+type Signers interface {
+	// SigV4 signs for service lambda in region (the SDK's region when
+	// empty) with the SDK's default credentials: --aws-sigv4.
+	SigV4(ctx context.Context, region string) (core.Authorizer, error)
+	// Entra sends a bearer token for scope from the Azure SDK's default
+	// credentials: --entra-scope.
+	Entra(ctx context.Context, scope string) (core.Authorizer, error)
+}
+
+// Check is `gateway check [flags] <URL>`: it probes a deployed gateway and
+// prints a pass/fail report. It returns 0 when every probe passed, 1 when
+// one failed, 2 for a flag it cannot read.
+func Check(ctx context.Context, args []string, signers Signers, stdout, stderr io.Writer) int {
 	c, code, err := parseCheckArgs(args, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -207,12 +216,12 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}}
 	switch {
 	case c.sigv4:
-		if ch.sign, err = sigv4Signer(ctx, c.region); err != nil {
+		if ch.sign, err = signers.SigV4(ctx, c.region); err != nil {
 			fmt.Fprintf(stderr, "check: --aws-sigv4: %v\n", err)
 			return 2
 		}
-	case c.entraScope != "" || c.functionKey != "":
-		if ch.sign, err = azureAuthorizer(ctx, c.entraScope, c.functionKey); err != nil {
+	case c.entraScope != "":
+		if ch.sign, err = signers.Entra(ctx, c.entraScope); err != nil {
 			fmt.Fprintf(stderr, "check: --entra-scope %s: %v\n", c.entraScope, err)
 			return 2
 		}
@@ -271,7 +280,7 @@ func checkHeaderValue(s string) bool {
 type checker struct {
 	cfg    *checkConfig
 	client *http.Client
-	sign   func(context.Context, *http.Request, []byte) error // nil: unsigned; adds the gateway's credentials
+	sign   core.Authorizer // nil: unsigned; adds the gateway's credentials (with cfg.functionKey)
 }
 
 // checkResult is one line of the report.
@@ -305,9 +314,12 @@ func (ch *checker) send(ctx context.Context, method, target string, hdr http.Hea
 		req.Header[k] = vs
 	}
 	if ch.sign != nil && req.URL.Host == ch.cfg.base.Host {
-		if err := ch.sign(ctx, req, nil); err != nil {
+		if err := ch.sign.Authorize(ctx, req, nil, false); err != nil {
 			return checkAnswer{}, err
 		}
+	}
+	if ch.cfg.functionKey != "" && req.URL.Host == ch.cfg.base.Host {
+		req.Header.Set("x-functions-key", ch.cfg.functionKey)
 	}
 	start := time.Now()
 	resp, err := ch.client.Do(req)

@@ -1,9 +1,6 @@
-package main
+package ops
 
 import (
-	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +12,7 @@ func runExplainWith(tb testing.TB, env map[string]string, args ...string) (code 
 	lookup := func(name string) (string, bool) { v, ok := env[name]; return v, ok }
 	var out, errOut strings.Builder
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	code = explainCmd(args, lookup, now, &out, &errOut)
+	code = Explain(args, lookup, now, &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 
@@ -195,31 +192,6 @@ func TestExplainHedged(t *testing.T) {
 	}
 }
 
-// TestExplainReadsSettingsSource: explain lays the SettingsSource document
-// over the environment, as the gateway does at start-up.
-func TestExplainReadsSettingsSource(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "settings.json")
-	if err := os.WriteFile(path, []byte(`{"DefaultTTLSecs": 7}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	base := map[string]string{"DefaultTTLSecs": "300", "SettingsSource": "file:" + path}
-	env, err := explainEnv(context.Background(), func(name string) (string, bool) { v, ok := base[name]; return v, ok })
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out, errOut strings.Builder
-	if code := explainCmd(nil, env, time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), &out, &errOut); code != 0 {
-		t.Fatalf("explain: %d %s", code, errOut.String())
-	}
-	if !strings.Contains(out.String(), "TTL 7 s") {
-		t.Errorf("explain with a source setting DefaultTTLSecs 7:\n%s\nwant the source's TTL", out.String())
-	}
-	base["SettingsSource"] = "file:" + filepath.Join(t.TempDir(), "missing.json")
-	if _, err := explainEnv(context.Background(), func(name string) (string, bool) { v, ok := base[name]; return v, ok }); err == nil || !strings.Contains(err.Error(), "SettingsSource") {
-		t.Errorf("a missing source: %v; want an error naming SettingsSource", err)
-	}
-}
-
 // TestExplainCallerDeadline: an incoming grpc-timeout or
 // x-envoy-expected-rq-timeout-ms shorter than the TTL shortens it, and
 // explain says so; a longer one changes nothing; a bad one names its flag.
@@ -236,7 +208,7 @@ func TestExplainCallerDeadline(t *testing.T) {
 		{[]string{"--retry-on", "500", "--attempts", "500@1s,ok"}, 0, "answer: 200 from the backend"},
 	} {
 		var out, errOut strings.Builder
-		code := explainCmd(tt.args, noEnv, time.Unix(1700000000, 0), &out, &errOut)
+		code := Explain(tt.args, noEnv, time.Unix(1700000000, 0), &out, &errOut)
 		if code != tt.code || !strings.Contains(out.String()+errOut.String(), tt.want) {
 			t.Errorf("explain %v = %d\n%s%s\nwant %d and %q", tt.args, code, out.String(), errOut.String(), tt.code, tt.want)
 		}

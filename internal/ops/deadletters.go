@@ -1,4 +1,4 @@
-package main
+package ops
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -16,8 +15,6 @@ import (
 
 	"fngateway/core"
 	"fngateway/core/async"
-	"fngateway/infra/filestore"
-	"fngateway/internal/settings"
 )
 
 // deadLettersUsage is printed by `gateway deadletters -h` and above a
@@ -68,8 +65,9 @@ type dlCommand struct {
 // wrong (exit code 2).
 var errUsage = errors.New("usage")
 
-// parseDeadLetters parses the arguments after `gateway deadletters`.
-func parseDeadLetters(args []string) (dlCommand, error) {
+// parseDeadLetters parses the arguments after `gateway deadletters`;
+// checkDLQ checks a --dlq value.
+func parseDeadLetters(args []string, checkDLQ func(string) error) (dlCommand, error) {
 	var c dlCommand
 	if len(args) == 0 {
 		return c, fmt.Errorf("%w: want a subcommand: list, show, redrive or purge", errUsage)
@@ -98,7 +96,7 @@ func parseDeadLetters(args []string) (dlCommand, error) {
 		return c, fmt.Errorf("%w: deadletters %s: %v", errUsage, c.Verb, err)
 	}
 	if c.DLQ != "" {
-		if err := checkSQSQueueURL(c.DLQ); err != nil {
+		if err := checkDLQ(c.DLQ); err != nil {
 			return c, fmt.Errorf("%w: --dlq %.200q: %v", errUsage, c.DLQ, err)
 		}
 	}
@@ -151,17 +149,23 @@ func validLetterID(s string) bool {
 	return true
 }
 
-// runDeadLetters is `gateway deadletters …`; it returns the exit code: 0,
-// 1 when a dead letter could not be read, sent or deleted, 2 for a bad
-// command line or setting.
-func runDeadLetters(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return deadLettersCmd(ctx, args, os.LookupEnv, time.Now(), stdout, stderr)
+// Letters connects the dead letters the gateway's settings name. The
+// binary implements it over the stores it opens for serving, each cloud's
+// only in a build that links that cloud (docs/development.md: build tags).
+type Letters interface {
+	// CheckDLQ checks a --dlq value, an SQS queue URL.
+	CheckDLQ(url string) error
+	// Open connects the store, the continuation queue and its dead letters
+	// (with AsyncStore=s3://, the dead-letter queue dlq, by default the
+	// queue's redrive policy's), and says where the dead letters are.
+	Open(ctx context.Context, dlq string) (*async.Redriver, string, error)
 }
 
-// deadLettersCmd is runDeadLetters with its environment (looked up as
-// named, then in upper case), clock and streams given.
-func deadLettersCmd(ctx context.Context, args []string, env func(string) (string, bool), now time.Time, stdout, stderr io.Writer) int {
-	c, err := parseDeadLetters(args)
+// DeadLetters is `gateway deadletters …` over the dead letters letters
+// opens, at now; it returns the exit code: 0, 1 when a dead letter could
+// not be read, sent or deleted, 2 for a bad command line or setting.
+func DeadLetters(ctx context.Context, args []string, letters Letters, now time.Time, stdout, stderr io.Writer) int {
+	c, err := parseDeadLetters(args, letters.CheckDLQ)
 	if c.Verb == "help" {
 		fmt.Fprint(stdout, deadLettersUsage)
 		return 0
@@ -170,15 +174,15 @@ func deadLettersCmd(ctx context.Context, args []string, env func(string) (string
 		fmt.Fprintf(stderr, "gateway deadletters: %v\n\n%s", err, deadLettersUsage)
 		return 2
 	}
-	r, where, err := openDeadLetters(ctx, env, c.DLQ)
+	r, where, err := letters.Open(ctx, c.DLQ)
 	if err != nil {
-		return exitCode(stderr, err)
+		return ExitCode(stderr, err)
 	}
 	switch c.Verb {
 	case "list", "show":
 		letters, err := r.List(ctx, now)
 		if err != nil {
-			return exitCode(stderr, err)
+			return ExitCode(stderr, err)
 		}
 		if c.Verb == "show" {
 			l, ok := findLetter(letters, c.IDs[0])
@@ -204,7 +208,7 @@ func deadLettersCmd(ctx context.Context, args []string, env func(string) (string
 	}
 	outs, err := r.Redrive(ctx, c.IDs, c.DryRun, now)
 	if err != nil {
-		return exitCode(stderr, err)
+		return ExitCode(stderr, err)
 	}
 	return printRedrive(stdout, stderr, outs, where, c.DryRun)
 }
@@ -217,45 +221,6 @@ func findLetter(ls []async.Letter, id string) (async.Letter, bool) {
 		}
 	}
 	return async.Letter{}, false
-}
-
-// openDeadLetters connects the store, the continuation queue and its dead
-// letters that the settings name, and says where the dead letters are.
-func openDeadLetters(ctx context.Context, env func(string) (string, bool), dlq string) (*async.Redriver, string, error) {
-	get := func(name string) string {
-		if v, ok := env(name); ok {
-			return v
-		}
-		v, _ := env(strings.ToUpper(name))
-		return v
-	}
-	store := settings.DefaultSettings().AsyncStore
-	if v, ok := env("AsyncStore"); ok {
-		store = v
-	} else if v, ok := env("ASYNCSTORE"); ok {
-		store = v
-	}
-	queue := get("AsyncQueue")
-	switch {
-	case strings.HasPrefix(store, "file:"):
-		if dlq != "" {
-			return nil, "", &core.SettingError{Name: "--dlq", Value: dlq, Want: "want it only with AsyncStore=s3://"}
-		}
-		dir := strings.TrimPrefix(store, "file:")
-		fs, err := filestore.OpenBeside(dir)
-		if err != nil {
-			return nil, "", &core.SettingError{Name: "AsyncStore", Value: store, Want: err.Error()}
-		}
-		return &async.Redriver{Store: fs, Queue: fs, DeadLetters: fs.DeadLetters()}, dir + "/quarantine", nil
-	case store == "azure":
-		if dlq != "" {
-			return nil, "", &core.SettingError{Name: "--dlq", Value: dlq, Want: "want it only with AsyncStore=s3://"}
-		}
-		return openAzureDeadLetters(get, queue)
-	case strings.HasPrefix(store, "s3:"):
-		return openS3DeadLetters(ctx, store, queue, dlq)
-	}
-	return nil, "", &core.SettingError{Name: "AsyncStore", Value: store, Want: "want file:<dir>, azure or s3://<bucket>[/<prefix>]"}
 }
 
 // canFinish says whether l's request can still finish, and why not.
@@ -407,6 +372,23 @@ func oneLine(s string) string {
 	return printable(s)
 }
 
+// copiesNote says how many copies of o's letter there were, when more than
+// one.
+func copiesNote(o async.Outcome) string {
+	if o.Copies > 1 {
+		return fmt.Sprintf(" (%d copies)", o.Copies)
+	}
+	return ""
+}
+
+// printFailed reports a letter that could not be sent or deleted, on w and
+// stderr, and returns the exit code that makes: 1.
+func printFailed(w, stderr io.Writer, o async.Outcome, copies string) int {
+	fmt.Fprintf(w, "%s: failed%s: %s\n", printable(o.Key()), copies, printable(o.Err.Error()))
+	fmt.Fprintf(stderr, "gateway deadletters: %s: %s\n", printable(o.Key()), printable(o.Err.Error()))
+	return 1
+}
+
 // printRedrive prints what a redrive did and returns the exit code.
 func printRedrive(w, stderr io.Writer, outs []async.Outcome, where string, dryRun bool) int {
 	if len(outs) == 0 {
@@ -420,15 +402,10 @@ func printRedrive(w, stderr io.Writer, outs []async.Outcome, where string, dryRu
 	code := 0
 	var sent, acked, left int
 	for _, o := range outs {
-		copies := ""
-		if o.Copies > 1 {
-			copies = fmt.Sprintf(" (%d copies)", o.Copies)
-		}
+		copies := copiesNote(o)
 		switch {
 		case o.Err != nil:
-			fmt.Fprintf(w, "%s: failed%s: %s\n", printable(o.Key()), copies, printable(o.Err.Error()))
-			fmt.Fprintf(stderr, "gateway deadletters: %s: %s\n", printable(o.Key()), printable(o.Err.Error()))
-			code = 1
+			code = printFailed(w, stderr, o, copies)
 			left++
 		case o.Verdict.Sends():
 			fmt.Fprintf(w, "%s: %ssent back to the continuation queue%s; it can finish (expires %s)\n", o.Key(), would, copies, o.Expiry.Format(time.RFC3339))

@@ -1,4 +1,4 @@
-package main
+package ops
 
 import (
 	"context"
@@ -26,7 +26,7 @@ func runPurge(ctx context.Context, r *async.Redriver, c dlCommand, where string,
 	}
 	outs, err := r.Purge(ctx, c.IDs, c.DryRun, c.Force, c.MinAge, now)
 	if err != nil {
-		return exitCode(stderr, err)
+		return ExitCode(stderr, err)
 	}
 	if len(outs) == 0 {
 		fmt.Fprintf(stdout, "no dead letters in %s\n", where)
@@ -39,15 +39,10 @@ func runPurge(ctx context.Context, r *async.Redriver, c dlCommand, where string,
 	code := 0
 	var purged, kept int
 	for _, o := range outs {
-		copies := ""
-		if o.Copies > 1 {
-			copies = fmt.Sprintf(" (%d copies)", o.Copies)
-		}
+		copies := copiesNote(o)
 		switch {
 		case o.Err != nil:
-			fmt.Fprintf(stdout, "%s: failed%s: %s\n", printable(o.Key()), copies, printable(o.Err.Error()))
-			fmt.Fprintf(stderr, "gateway deadletters: %s: %s\n", printable(o.Key()), printable(o.Err.Error()))
-			code = 1
+			code = printFailed(stdout, stderr, o, copies)
 			kept++
 		case o.Refused != "":
 			fmt.Fprintf(stdout, "%s: kept%s: %s\n", printable(o.Key()), copies, printable(fmt.Sprint(o.Refused)))
