@@ -25,8 +25,8 @@ import (
 
 // BenchmarkColdStart compares the Lambda package's cold start with the floor
 // any Go function pays: the gateway's bootstrap, built as make package-aws
-// builds it (-tags lambda.norpc,noazure, for this machine's architecture),
-// against bench/forwarder, a minimal aws-lambda-go function that forwards
+// builds it (-tags lambda.norpc,noazure,lambdaonly,grpcnotrace, for this
+// machine's architecture), against bench/forwarder, a minimal aws-lambda-go function that forwards
 // the request with one http.Client call. Each op is a fresh Runtime
 // Interface Emulator and its first invocation (one GET to a loopback
 // backend): first-ms is that invocation's round trip, which includes
@@ -38,7 +38,9 @@ import (
 // waits for); zip-bytes is the size of the deployment zip.
 // Medians of the ops. Run alone with `make bench-coldstart`;
 // COLDSTART_GATEWAY_TAGS builds the gateway with other tags (lambda.norpc
-// alone: both clouds' SDKs, as the package was built before).
+// alone: both clouds' SDKs, as 46677da built the package; lambda.norpc,noazure
+// as the previous round did, with the SDK's default credential chain and
+// gRPC's tracing).
 func BenchmarkColdStart(b *testing.B) {
 	if _, err := exec.LookPath("aws-lambda-rie"); err != nil {
 		b.Fatalf("aws-lambda-rie not found on PATH: %v; `make bench-coldstart` installs it into .tools/bin", err)
@@ -52,7 +54,7 @@ func BenchmarkColdStart(b *testing.B) {
 		name, pkg, tags string
 		env             map[string]string
 	}{
-		{"gateway", "../../functions", cmp.Or(os.Getenv("COLDSTART_GATEWAY_TAGS"), "lambda.norpc,noazure"), map[string]string{"Hosts": backend.URL}},
+		{"gateway", "../../functions", cmp.Or(os.Getenv("COLDSTART_GATEWAY_TAGS"), "lambda.norpc,noazure,lambdaonly,grpcnotrace"), map[string]string{"Hosts": backend.URL}},
 		{"forwarder", "../../bench/forwarder", "lambda.norpc", map[string]string{"BACKEND": backend.URL}},
 	}
 	for _, impl := range impls {
