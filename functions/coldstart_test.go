@@ -16,9 +16,6 @@ import (
 // html/template (-tags grpcnotrace), runtime/metrics (gc.go reads the
 // collector's setting through runtime/debug).
 func TestLambdaPackageLinks(t *testing.T) {
-	if testing.Short() {
-		t.Skip("go list of the whole build")
-	}
 	mk, err := os.ReadFile("../Makefile")
 	if err != nil {
 		t.Fatal(err)
