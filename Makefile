@@ -67,7 +67,7 @@ package-azure:
 	@case "$(AZURE_AUTH_LEVEL)" in function|anonymous) ;; *) echo "package-azure: AZURE_AUTH_LEVEL=$(AZURE_AUTH_LEVEL): want function or anonymous (the Azure module's package_auth_level output)"; exit 1;; esac
 	rm -rf $(AZURE_APP) $(AZURE_APP).zip
 	mkdir -p $(AZURE_APP)/gateway $(AZURE_APP)/continuation
-	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -tags lambda.norpc,noaws -trimpath -ldflags='-s -w' -o $(AZURE_APP)/handler ./functions
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -tags lambda.norpc,noaws,grpcnotrace -trimpath -ldflags='-s -w' -o $(AZURE_APP)/handler ./functions
 	cp functions/host.json $(AZURE_APP)/
 	sed 's/"authLevel": "function"/"authLevel": "$(AZURE_AUTH_LEVEL)"/' functions/gateway/function.json > $(AZURE_APP)/gateway/function.json
 	grep -q '"authLevel": "$(AZURE_AUTH_LEVEL)"' $(AZURE_APP)/gateway/function.json
@@ -174,7 +174,7 @@ AWS_DIST ?= dist
 package-aws:
 	@test -n "$(GOARCH_LAMBDA)" || { echo "package-aws: no architecture default in terraform/aws/variables.tf"; exit 1; }
 	rm -rf $(AWS_DIST)/aws-lambda && mkdir -p $(AWS_DIST)/aws-lambda
-	CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH_LAMBDA) go build -tags lambda.norpc,noazure -trimpath -ldflags='-s -w' \
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH_LAMBDA) go build -tags lambda.norpc,noazure,lambdaonly,grpcnotrace -trimpath -ldflags='-s -w' \
 		-o $(AWS_DIST)/aws-lambda/bootstrap ./functions
 	rm -f $(AWS_DIST)/aws-lambda.zip
 	cd $(AWS_DIST)/aws-lambda && zip -q -X ../aws-lambda.zip bootstrap

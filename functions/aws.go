@@ -12,7 +12,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/config"
 
 	"fngateway/core"
 	"fngateway/infra/aws"
@@ -23,8 +22,9 @@ import (
 const sqsQueueURLWant = "want an SQS queue URL https://sqs.<region>.amazonaws.com/<account id>/<queue name> (a standard queue) when AsyncStore is s3://"
 
 // openAWS connects AsyncStore=s3://<bucket>[/<prefix>] and the SQS queue
-// AsyncQueue names. Credentials, region and endpoints come from the AWS
-// SDK's default chain: the function role's credentials and AWS_REGION on
+// AsyncQueue names. Credentials, region and endpoints come from
+// loadAWSConfig (the AWS SDK's default chain; in the Lambda package only
+// what Lambda gives): the function role's credentials and AWS_REGION on
 // Lambda; AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL_SQS / AWS_ENDPOINT_URL_SNS
 // redirect the clients to S3-, SQS- and SNS-compatible servers (a custom S3
 // endpoint is addressed path-style). Lifecycle notifications go to the SNS
@@ -91,7 +91,7 @@ func openAWS(ctx context.Context, s *settings.Settings, dl *deadLetterQuery) (*a
 // awsConfig loads the AWS SDK's default configuration, which must name a
 // region.
 func awsConfig(ctx context.Context) (aws.Config, error) {
-	sdk, err := config.LoadDefaultConfig(ctx)
+	sdk, err := loadAWSConfig(ctx, "")
 	if err != nil {
 		return aws.Config{}, fmt.Errorf("load the AWS SDK configuration (AWS_* variables, shared config files): %w", err)
 	}
@@ -103,9 +103,9 @@ func awsConfig(ctx context.Context) (aws.Config, error) {
 }
 
 // sigv4Authorizer signs a route's requests for service in region with the
-// SDK's default credentials (the function's role on Lambda).
+// credentials of loadAWSConfig (the function's role on Lambda).
 func sigv4Authorizer(ctx context.Context, service, region string) (core.Authorizer, error) {
-	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion(region))
+	cfg, err := loadAWSConfig(ctx, region)
 	if err != nil {
 		return nil, fmt.Errorf("AWS configuration: %w", err)
 	}
@@ -119,15 +119,13 @@ func checkSQSQueueURL(s string) error {
 }
 
 // sigv4Signer is the signer of `gateway check --aws-sigv4`: infra/aws's,
-// for service lambda in region (default the SDK's), with the SDK's default
-// credential chain (environment, shared config and credentials files, SSO,
-// container and instance roles), which must give credentials now.
+// for service lambda in region (default the SDK's), with the credentials of
+// loadAWSConfig: the SDK's default chain (environment, shared config and
+// credentials files, SSO, container and instance roles), or in the Lambda
+// package (-tags lambdaonly) the environment's and the container endpoint's
+// only. They must give credentials now.
 func sigv4Signer(ctx context.Context, region string) (core.Authorizer, error) {
-	var opts []func(*config.LoadOptions) error
-	if region != "" {
-		opts = append(opts, config.WithRegion(region))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	cfg, err := loadAWSConfig(ctx, region)
 	if err != nil {
 		return nil, fmt.Errorf("load AWS configuration: %w", err)
 	}

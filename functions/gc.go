@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"runtime/debug"
-	"runtime/metrics"
 	"strconv"
 
 	"fngateway/core"
@@ -60,14 +59,18 @@ func tuneGC(lookup func(string) (string, bool), mem int64, memSource string) (gc
 }
 
 // gcInForce reads GOGC and the soft memory limit the runtime now applies.
+// runtime/debug, not runtime/metrics: that package's initialisation (its
+// table of every metric's description) cost each cold start 0.65 ms
+// (docs/performance.md, "Cold start"). A negative limit only reads it;
+// SetGCPercent returns the setting it replaces, put back at once.
 func gcInForce() gcState {
-	m := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/gomemlimit:bytes"}}
-	metrics.Read(m)
-	limit := int64(m[1].Value.Uint64())
+	limit := debug.SetMemoryLimit(-1)
 	if limit == math.MaxInt64 {
 		limit = 0
 	}
-	return gcState{Percent: int(m[0].Value.Uint64()), Limit: limit}
+	percent := debug.SetGCPercent(-1)
+	debug.SetGCPercent(percent)
+	return gcState{Percent: percent, Limit: limit}
 }
 
 // bodyBound is what the body budgets are held against: the soft memory

@@ -51,8 +51,13 @@ func TestLambdaArchitecture(t *testing.T) {
 		t.Errorf("make package-aws builds bootstrap for %v, but examples/aws deploys architecture %q (%v): every invocation would fail with an exec format error", got, want, machine)
 	}
 	// Built for one cloud (-tags noazure): the Azure SDK, whose packages'
-	// initialisation every cold start would pay, is not linked.
-	checkLinked(t, filepath.Join(dist, "aws-lambda.zip"), "bootstrap", "github.com/aws/aws-sdk-go-v2/service/s3", "github.com/Azure/", "github.com/AzureAD/")
+	// initialisation every cold start would pay, is not linked; nor, as a
+	// Lambda function only (-tags lambdaonly), the AWS SDK's config package
+	// and the credential providers of its default chain (STS, SSO, SSO
+	// OIDC, signin), which Lambda never uses.
+	checkLinked(t, filepath.Join(dist, "aws-lambda.zip"), "bootstrap", "github.com/aws/aws-sdk-go-v2/service/s3", "github.com/Azure/", "github.com/AzureAD/",
+		"github.com/aws/aws-sdk-go-v2/config", "github.com/aws/aws-sdk-go-v2/service/sso", "github.com/aws/aws-sdk-go-v2/service/sts",
+		"github.com/aws/aws-sdk-go-v2/service/signin", "github.com/aws/aws-sdk-go-v2/feature/ec2/imds")
 }
 
 // checkLinked holds the modules linked into the executable name of a zip:
