@@ -12,7 +12,6 @@ import (
 	"os"
 	"strings"
 
-
 	"fngateway/core"
 	"fngateway/infra/aws"
 	"fngateway/internal/settings"
