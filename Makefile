@@ -169,13 +169,15 @@ $(TOOLS)/bin/otelcol: $(OTELCOL_SRC)/go.mod $(OTELCOL_SRC)/go.sum $(OTELCOL_SRC)
 	@$(call timed,otelcol) { cd $(OTELCOL_SRC) && go build -trimpath -o $@ .; }
 
 ## package-aws: dist/aws-lambda.zip, the Lambda's code (provided.al2023, bootstrap
-## for linux/$(GOARCH_LAMBDA)). AWS_DIST: another output folder (the tests').
+## for linux/$(GOARCH_LAMBDA)). AWS_DIST: another output folder (the tests'). LAMBDA_MAIN: another main package
+## built by the same rule (the tests' stand-in, so that they need not compile the gateway for another processor).
 AWS_DIST ?= dist
+LAMBDA_MAIN ?= ./functions
 package-aws:
 	@test -n "$(GOARCH_LAMBDA)" || { echo "package-aws: no architecture default in terraform/aws/variables.tf"; exit 1; }
 	rm -rf $(AWS_DIST)/aws-lambda && mkdir -p $(AWS_DIST)/aws-lambda
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH_LAMBDA) go build -tags lambda.norpc,noazure -trimpath -ldflags='-s -w' \
-		-o $(AWS_DIST)/aws-lambda/bootstrap ./functions
+		-o $(AWS_DIST)/aws-lambda/bootstrap $(LAMBDA_MAIN)
 	rm -f $(AWS_DIST)/aws-lambda.zip
 	cd $(AWS_DIST)/aws-lambda && zip -q -X ../aws-lambda.zip bootstrap
 	@ls -l $(AWS_DIST)/aws-lambda.zip
