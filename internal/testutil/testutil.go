@@ -5,6 +5,7 @@ package testutil
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"sync/atomic"
@@ -98,4 +99,22 @@ func PutNewerRecord(tb testing.TB, store Putter, extra string) (id, message stri
 		tb.Fatalf("put the newer record: %v", err)
 	}
 	return id, `{"v":1,"id":"` + id + `"}`
+}
+
+// Trickle writes one byte ("x") to w every interval, n times at most, and
+// returns after the last, when a write fails, or when stop is closed: a
+// client sending its body slowly. Callers run it in a goroutine of their own.
+func Trickle(w io.Writer, every time.Duration, n int, stop <-chan struct{}) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for range n {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+			if _, err := io.WriteString(w, "x"); err != nil {
+				return
+			}
+		}
+	}
 }
