@@ -148,34 +148,42 @@ race-build:
 # timed NAME: bash's time keyword, printing "tools: NAME <seconds>s" when the install ends.
 timed = TIMEFORMAT='tools: $(1) %0Rs'; time
 
+# TOOL_BUILD: the flags of every tool's build. One set, so the tools share
+# the standard library's and their common modules' compiled packages in the
+# build cache (-trimpath changes every package's cache key); -s -w leave out
+# the symbol table and DWARF, which no test reads, and shorten each link.
+TOOL_BUILD := -trimpath -ldflags='-s -w'
+
 $(TOOLS)/bin/staticcheck:
-	@$(call timed,staticcheck) go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	@$(call timed,staticcheck) go install $(TOOL_BUILD) honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 $(TOOLS)/bin/benchstat:
-	@$(call timed,benchstat) go install golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION)
+	@$(call timed,benchstat) go install $(TOOL_BUILD) golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION)
 
 $(TOOLS)/bin/tflint:
-	@$(call timed,tflint) go install github.com/terraform-linters/tflint@$(TFLINT_VERSION)
+	@$(call timed,tflint) go install $(TOOL_BUILD) github.com/terraform-linters/tflint@$(TFLINT_VERSION)
 
 # versitygw: the S3 server the infra/aws tests run (posix backend).
 $(TOOLS)/bin/versitygw:
-	@$(call timed,versitygw) go install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
+	@$(call timed,versitygw) go install $(TOOL_BUILD) github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
 
 $(TOOLS)/bin/aws-lambda-rie:
-	@$(call timed,aws-lambda-rie) go install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
+	@$(call timed,aws-lambda-rie) go install $(TOOL_BUILD) github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
 
 # otelcol: built from its own module (internal/otelcol/go.mod and go.sum pin every module).
 $(TOOLS)/bin/otelcol: $(OTELCOL_SRC)/go.mod $(OTELCOL_SRC)/go.sum $(OTELCOL_SRC)/main.go
-	@$(call timed,otelcol) { cd $(OTELCOL_SRC) && go build -trimpath -o $@ .; }
+	@$(call timed,otelcol) { cd $(OTELCOL_SRC) && go build $(TOOL_BUILD) -o $@ .; }
 
 ## package-aws: dist/aws-lambda.zip, the Lambda's code (provided.al2023, bootstrap
-## for linux/$(GOARCH_LAMBDA)). AWS_DIST: another output folder (the tests').
+## for linux/$(GOARCH_LAMBDA)). AWS_DIST: another output folder (the tests'). LAMBDA_MAIN: another main package
+## built by the same rule (the tests' stand-in, so that they need not compile the gateway for another processor).
 AWS_DIST ?= dist
+LAMBDA_MAIN ?= ./functions
 package-aws:
 	@test -n "$(GOARCH_LAMBDA)" || { echo "package-aws: no architecture default in terraform/aws/variables.tf"; exit 1; }
 	rm -rf $(AWS_DIST)/aws-lambda && mkdir -p $(AWS_DIST)/aws-lambda
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH_LAMBDA) go build -tags lambda.norpc,noazure,lambdaonly,grpcnotrace -trimpath -ldflags='-s -w' \
-		-o $(AWS_DIST)/aws-lambda/bootstrap ./functions
+		-o $(AWS_DIST)/aws-lambda/bootstrap $(LAMBDA_MAIN)
 	rm -f $(AWS_DIST)/aws-lambda.zip
 	cd $(AWS_DIST)/aws-lambda && zip -q -X ../aws-lambda.zip bootstrap
 	@ls -l $(AWS_DIST)/aws-lambda.zip

@@ -22,6 +22,7 @@ import (
 	"fngateway/core/async"
 	"fngateway/infra/azure"
 	"fngateway/internal/emulators"
+	"fngateway/internal/testutil"
 )
 
 // The tests below drive the binary exactly as the Azure Functions host
@@ -37,12 +38,8 @@ import (
 // freePort returns a loopback port nothing listens on.
 func freePort(tb testing.TB) string {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer ln.Close()
-	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	_, port, _ := net.SplitHostPort(testutil.RefusedAddr(tb))
+	return port
 }
 
 func appRoot(tb testing.TB) string {

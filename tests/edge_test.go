@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"fngateway/internal/testutil"
 )
 
 // TestSlowUploadsBounded: a buffered upload that trickles past its TTL is
@@ -60,18 +62,7 @@ func TestSlowUploadsBounded(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tick := time.NewTicker(500 * time.Millisecond)
-			defer tick.Stop()
-			for range 99 {
-				select {
-				case <-stop:
-					return
-				case <-tick.C:
-					if _, err := io.WriteString(conn, "x"); err != nil {
-						return
-					}
-				}
-			}
+			testutil.Trickle(conn, 500*time.Millisecond, 99, stop)
 		}()
 		br := bufio.NewReader(conn)
 		resp, err := http.ReadResponse(br, nil)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -15,18 +14,14 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"fngateway/internal/testutil"
 )
 
 // deadAddr returns the URL of a loopback port that refuses connections.
 func deadAddr(tb testing.TB) string {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr
+	return "http://" + testutil.RefusedAddr(tb)
 }
 
 // TestTTLCancelsSlowBackend: a 5 s backend under a 1 s TTL. The client gets

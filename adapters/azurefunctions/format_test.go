@@ -12,6 +12,7 @@ import (
 
 	"fngateway/core/async"
 	"fngateway/infra/filestore"
+	"fngateway/internal/testutil"
 )
 
 // TestContinuationNewerFormat: a queue-triggered continuation whose message,
@@ -27,13 +28,10 @@ func TestContinuationNewerFormat(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	const id = "fedcba9876543210fedcba9876543210"
-	if _, err := fs.Put(ctx, "gateway/records/"+id+".json", []byte(`{"v":2,"id":"`+id+`"}`), ""); err != nil {
-		t.Fatal(err)
-	}
+	id, idMsg := testutil.PutNewerRecord(t, fs, "")
 	var logs bytes.Buffer
 	s := &Server{Continuations: &async.Async{Store: fs, Queue: fs}, Logger: slog.New(slog.NewJSONHandler(&logs, nil))}
-	for _, msg := range []string{`{"v":2,"id":"0123456789abcdef0123456789abcdef"}`, `{"v":1,"id":"` + id + `"}`} {
+	for _, msg := range []string{testutil.NewerMessage, idMsg} {
 		t.Run(msg, func(t *testing.T) {
 			logs.Reset()
 			text, _ := json.Marshal(msg)

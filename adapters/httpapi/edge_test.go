@@ -27,6 +27,7 @@ import (
 	"fngateway/core"
 	"fngateway/core/async"
 	"fngateway/internal/settings"
+	"fngateway/internal/testutil"
 )
 
 // lockedBuffer is a log sink safe for the server's goroutines.
@@ -392,20 +393,7 @@ func TestSlowUpload408(t *testing.T) {
 			stop := make(chan struct{})
 			defer close(stop)
 			if tt.every > 0 {
-				go func() {
-					tick := time.NewTicker(tt.every)
-					defer tick.Stop()
-					for range 100 {
-						select {
-						case <-stop:
-							return
-						case <-tick.C:
-							if _, err := io.WriteString(conn, "x"); err != nil {
-								return
-							}
-						}
-					}
-				}()
+				go testutil.Trickle(conn, tt.every, 100, stop)
 			}
 			br := bufio.NewReader(conn)
 			resp, err := http.ReadResponse(br, nil)

@@ -16,20 +16,8 @@ import (
 
 	"fngateway/core"
 	"fngateway/internal/settings"
+	"fngateway/internal/testutil"
 )
-
-// refusedAddr returns a loopback address nothing listens on (Caddy's
-// deadUpstreamAddr): a dial to it is refused at once.
-func refusedAddr(tb testing.TB) string {
-	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
 
 // noDNSTransport is the gateway's transport with a resolver that fails at
 // once, without sending a query: a name's resolution fails here as it would
@@ -92,7 +80,7 @@ func TestLineNamesEveryAttempt(t *testing.T) {
 	defer reset.Close()
 	held := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
 	defer held.Close()
-	refused := refusedAddr(t)
+	refused := testutil.RefusedAddr(t)
 	hostOf := func(u string) string { return strings.TrimPrefix(strings.TrimPrefix(u, "http://"), "https://") }
 
 	tests := []struct {

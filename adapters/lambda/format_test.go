@@ -11,6 +11,7 @@ import (
 
 	"fngateway/core/async"
 	"fngateway/infra/filestore"
+	"fngateway/internal/testutil"
 )
 
 // TestSQSNewerFormat: an SQS record whose continuation message, or the
@@ -27,17 +28,14 @@ func TestSQSNewerFormat(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	const id = "fedcba9876543210fedcba9876543210"
-	if _, err := fs.Put(ctx, "gateway/records/"+id+".json", []byte(`{"v":2,"id":"`+id+`"}`), ""); err != nil {
-		t.Fatal(err)
-	}
+	id, idMsg := testutil.PutNewerRecord(t, fs, "")
 	var logs bytes.Buffer
 	x := &extender{}
 	h := &Handler{HTTP: echo, Continuations: &async.Async{Store: fs, Queue: fs}, Queue: x,
 		Logger: slog.New(slog.NewJSONHandler(&logs, nil))}
 	out, err := h.Invoke(ctx, sqsEvent(t,
-		sqsRecord("newer-message", `{"v":2,"id":"0123456789abcdef0123456789abcdef"}`, 1),
-		sqsRecord("newer-record", `{"v":1,"id":"`+id+`"}`, 1)))
+		sqsRecord("newer-message", testutil.NewerMessage, 1),
+		sqsRecord("newer-record", idMsg, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -97,11 +97,13 @@ type Handler struct {
 	// Limit, if positive, shortens every invocation to at most this long
 	// (FunctionTimeoutSecs set below the function's own timeout).
 	Limit time.Duration
-	// Check, if set, is called once, on the first invocation, with the
-	// function's timeout as that invocation's deadline tells it (whole
-	// seconds, rounded up): the settings are checked against it when the
-	// environment did not say it at start-up. Its error fails that
-	// invocation and every later one. Nil checks nothing.
+	// Check, if set, is called on the first invocation with the function's
+	// timeout as that invocation's deadline tells it (whole seconds, rounded up): the
+	// settings are checked against it when the environment did not say it
+	// at start-up. Its error fails that invocation and every later one
+	// until a later deadline tells a longer timeout (the first was read
+	// late), when Check is called again with that one; once it has
+	// returned nil it is not called again. Nil checks nothing.
 	Check func(functionTimeout time.Duration) error
 	// Queue, if set, is the queue the SQS events come from (AsyncQueue).
 	// A record whose continuation failed transiently is hidden on it for
@@ -123,8 +125,10 @@ type Handler struct {
 	// so telemetry must be out by then. It must return in bounded time.
 	Flush func(ctx context.Context)
 
-	checkOnce sync.Once
-	checkErr  error
+	checkMu     sync.Mutex
+	checked     bool          // Check returned nil
+	checkedWith time.Duration // the longest timeout Check was called with
+	checkErr    error         // what Check returned with checkedWith
 }
 
 // Start runs the Lambda runtime loop with h. It does not return.
@@ -196,16 +200,8 @@ func classify(event []byte) (kind, error) {
 // *events.LambdaFunctionURLStreamingResponse or an events.SQSEventResponse.
 func (h *Handler) Invoke(ctx context.Context, event json.RawMessage) (any, error) {
 	if h.Check != nil {
-		h.checkOnce.Do(func() {
-			if dl, ok := ctx.Deadline(); ok {
-				h.checkErr = h.Check((time.Until(dl) + time.Second - 1).Truncate(time.Second))
-				if h.checkErr != nil {
-					h.logger().ErrorContext(ctx, "settings do not fit the function's timeout", "err", h.checkErr.Error())
-				}
-			}
-		})
-		if h.checkErr != nil {
-			return nil, h.checkErr
+		if err := h.check(ctx); err != nil {
+			return nil, err
 		}
 	}
 	k, err := classify(event)
@@ -226,6 +222,48 @@ func (h *Handler) Invoke(ctx context.Context, event json.RawMessage) (any, error
 		h.flush(ctx)
 	}
 	return res, err
+}
+
+// check calls Check with the function's timeout as ctx's deadline tells it
+// if that is longer than any deadline told before, and returns what the
+// last call returned.
+func (h *Handler) check(ctx context.Context) error {
+	h.checkMu.Lock()
+	defer h.checkMu.Unlock()
+	if h.checked {
+		return nil
+	}
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return h.checkErr
+	}
+	d := functionTimeout(time.Until(dl))
+	if d <= h.checkedWith {
+		return h.checkErr
+	}
+	h.checkedWith = d
+	h.checkErr = h.Check(d)
+	if h.checkErr != nil {
+		h.logger().ErrorContext(ctx, "settings do not fit the function's timeout", "err", h.checkErr.Error())
+	}
+	h.checked = h.checkErr == nil
+	return h.checkErr
+}
+
+// functionTimeout is the function's timeout that an invocation with left
+// to run tells: left rounded up to whole seconds. Lambda's timeout is a
+// whole number of seconds
+// (<https://docs.aws.amazon.com/lambda/latest/api/API_CreateFunction.html#lambda-CreateFunction-request-Timeout>)
+// and the runtime API gives only the invocation's absolute deadline
+// (Lambda-Runtime-Deadline-Ms), never the timeout nor when the invocation
+// began (<https://docs.aws.amazon.com/lambda/latest/dg/runtimes-api.html#runtimes-api-next>);
+// the deadline is read after the runtime has handed the invocation over,
+// so left is the timeout less that delay, and rounding up gives the
+// timeout whenever the delay is under a second. A longer delay (a loaded
+// host) gives a second or more less; the Handler keeps the longest
+// timeout its invocations have told.
+func functionTimeout(left time.Duration) time.Duration {
+	return (left + time.Second - 1).Truncate(time.Second)
 }
 
 func (h *Handler) flush(ctx context.Context) {

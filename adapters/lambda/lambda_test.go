@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 	"unicode/utf8"
 
@@ -165,7 +166,9 @@ func TestHTTPBadEvents(t *testing.T) {
 }
 
 // TestDeadlines: the request context carries the invocation's deadline,
-// shortened to API Gateway's 30 s for its events and to Limit when set.
+// shortened to API Gateway's 30 s for its events and to Limit when set. It
+// runs in a synctest bubble, where no time passes while the invocation
+// runs, so the deadline is exact on any machine.
 func TestDeadlines(t *testing.T) {
 	var got time.Time
 	probe := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got, _ = r.Context().Deadline() })
@@ -182,15 +185,17 @@ func TestDeadlines(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			start := time.Now()
-			ctx, cancel := context.WithDeadline(context.Background(), start.Add(900*time.Second))
-			defer cancel()
-			if _, err := (&Handler{HTTP: probe, Limit: tt.limit}).Invoke(ctx, urlEvent(tt.domain, "/", "", nil, "")); err != nil {
-				t.Fatal(err)
-			}
-			if d := got.Sub(start); d < tt.want || d > tt.want+time.Second {
-				t.Errorf("deadline in %v, want %v", d, tt.want)
-			}
+			synctest.Test(t, func(t *testing.T) {
+				start := time.Now()
+				ctx, cancel := context.WithDeadline(context.Background(), start.Add(900*time.Second))
+				defer cancel()
+				if _, err := (&Handler{HTTP: probe, Limit: tt.limit}).Invoke(ctx, urlEvent(tt.domain, "/", "", nil, "")); err != nil {
+					t.Fatal(err)
+				}
+				if d := got.Sub(start); d != tt.want {
+					t.Errorf("deadline in %v, want %v", d, tt.want)
+				}
+			})
 		})
 	}
 }
@@ -350,6 +355,65 @@ func TestCheck(t *testing.T) {
 	}
 	if fmt.Sprint(got) != "[7s]" {
 		t.Errorf("checked with %v, want once with 7s", got)
+	}
+}
+
+// TestCheckLateRead: a deadline read late (a loaded host) tells a timeout
+// a second or more short; the invocation fails with the setting error, and
+// the next one, read on time, checks again with the longer timeout and
+// passes. Once passed, no later deadline is checked.
+func TestCheckLateRead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const timeout = 300 * time.Second
+		var got []time.Duration
+		h := &Handler{HTTP: echo, Check: func(d time.Duration) error {
+			got = append(got, d)
+			if d < timeout {
+				return errors.New(`setting Timeout="299500": want at most 298000 ms`)
+			}
+			return nil
+		}}
+		invocations := []struct {
+			late    time.Duration // from the invocation's start to the read
+			wantErr bool
+		}{
+			{1500 * time.Millisecond, true}, // tells 299 s
+			{2 * time.Second, true},         // tells 298 s: not checked again
+			{999 * time.Millisecond, false}, // tells 300 s: checked, passes
+			{5 * time.Second, false},        // passed: not checked again
+		}
+		for i, inv := range invocations {
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			time.Sleep(inv.late)
+			_, err := h.Invoke(ctx, urlEvent("u.lambda-url.x.on.aws", "/", "", nil, ""))
+			cancel()
+			if (err != nil) != inv.wantErr {
+				t.Errorf("invocation %d read %v late: err = %v, want error %v", i, inv.late, err, inv.wantErr)
+			}
+		}
+		if fmt.Sprint(got) != "[4m59s 5m0s]" {
+			t.Errorf("checked with %v, want 4m59s then 5m0s", got)
+		}
+	})
+}
+
+// TestFunctionTimeout: the timeout a deadline tells is the time left
+// rounded up to whole seconds, so a read up to a second late still tells
+// the timeout.
+func TestFunctionTimeout(t *testing.T) {
+	tests := []struct {
+		left, want time.Duration
+	}{
+		{300 * time.Second, 300 * time.Second},
+		{300*time.Second - time.Millisecond, 300 * time.Second},
+		{299*time.Second + time.Nanosecond, 300 * time.Second},
+		{299 * time.Second, 299 * time.Second},
+		{time.Millisecond, time.Second},
+	}
+	for _, tt := range tests {
+		if got := functionTimeout(tt.left); got != tt.want {
+			t.Errorf("functionTimeout(%v) = %v, want %v", tt.left, got, tt.want)
+		}
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"fngateway/core"
 	"fngateway/core/async"
 	"fngateway/infra/filestore"
+	"fngateway/internal/testutil"
 )
 
 // The embedded store sets undecodable messages aside.
@@ -397,11 +398,8 @@ func TestWorkerNewerFormat(t *testing.T) {
 	}
 	ctx := context.Background()
 	newerMsg := []byte(`{"v":2,"id":"0123456789abcdef0123456789abcdef","next":1}`)
-	const id = "fedcba9876543210fedcba9876543210"
-	if _, err := fs.Put(ctx, "gateway/records/"+id+".json", []byte(`{"v":2,"id":"`+id+`","state":{"next":true}}`), ""); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range [][]byte{newerMsg, []byte(`{"v":1,"id":"` + id + `"}`)} {
+	id, idMsg := testutil.PutNewerRecord(t, fs, `"state":{"next":true}`)
+	for _, m := range [][]byte{newerMsg, []byte(idMsg)} {
 		if err := fs.Enqueue(ctx, m, 0); err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,8 @@ package testutil
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"net/url"
 	"sync/atomic"
 	"testing"
@@ -56,4 +58,63 @@ func Hosts(tb testing.TB, hs ...string) []*url.URL {
 		out = append(out, u)
 	}
 	return out
+}
+
+// RefusedAddr returns a loopback address ("127.0.0.1:port") nothing listens
+// on, so a dial to it is refused at once (Caddy's deadUpstreamAddr): a port
+// the system just handed out and that was closed again.
+func RefusedAddr(tb testing.TB) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// Putter writes a key of a state store (core.StateStore's Put).
+type Putter interface {
+	Put(ctx context.Context, key string, data []byte, ifVersion string) (string, error)
+}
+
+// NewerMessage is a continuation message in a format version newer than
+// this build reads ("v":2), as a newer release beside this one writes it,
+// naming a request no store holds.
+const NewerMessage = `{"v":2,"id":"0123456789abcdef0123456789abcdef"}`
+
+// PutNewerRecord writes into store an async record in a format version
+// newer than this build reads ("v":2, then extra's members, if any), where
+// the async engine keeps records (gateway/records/<id>.json, core/async),
+// as a newer release beside this one writes it. It returns the record's id
+// and a continuation message of this build's format that names it.
+func PutNewerRecord(tb testing.TB, store Putter, extra string) (id, message string) {
+	tb.Helper()
+	id = "fedcba9876543210fedcba9876543210"
+	doc := `{"v":2,"id":"` + id + `"`
+	if extra != "" {
+		doc += "," + extra
+	}
+	if _, err := store.Put(context.Background(), "gateway/records/"+id+".json", []byte(doc+"}"), ""); err != nil {
+		tb.Fatalf("put the newer record: %v", err)
+	}
+	return id, `{"v":1,"id":"` + id + `"}`
+}
+
+// Trickle writes one byte ("x") to w every interval, n times at most, and
+// returns after the last, when a write fails, or when stop is closed: a
+// client sending its body slowly. Callers run it in a goroutine of their own.
+func Trickle(w io.Writer, every time.Duration, n int, stop <-chan struct{}) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for range n {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+			if _, err := io.WriteString(w, "x"); err != nil {
+				return
+			}
+		}
+	}
 }

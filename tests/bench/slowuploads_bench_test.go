@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"fngateway/internal/testutil"
 )
 
 // slowUploads is how many trickling uploads BenchmarkLatencyDuringSlowUploads
@@ -39,18 +41,7 @@ func BenchmarkLatencyDuringSlowUploads(b *testing.B) {
 		go func() {
 			defer wg.Done()
 			defer conn.Close()
-			tick := time.NewTicker(500 * time.Millisecond)
-			defer tick.Stop()
-			for range 99 {
-				select {
-				case <-stop:
-					return
-				case <-tick.C:
-					if _, err := io.WriteString(conn, "x"); err != nil {
-						return
-					}
-				}
-			}
+			testutil.Trickle(conn, 500*time.Millisecond, 99, stop)
 		}()
 	}
 	c := client()
