@@ -9,7 +9,7 @@ import (
 // engine's own attempt loop (loop.go) with a simulated clock and arithmetic
 // instead of a network, so a user can see which deadline bounded each
 // attempt and why the request ended as it did. The loop, Budget.Attempt and
-// the RetryPolicy are what Forwarder.Forward runs, so the two cannot drift
+// the retryPolicy are what Forwarder.Forward runs, so the two cannot drift
 // apart. The
 // result is data (Stop, Hint); its wording and the reply syntax belong to
 // the command that presents it (functions/ explain).
@@ -252,7 +252,7 @@ func Explain(p ExplainParams) Timeline {
 // end ends t at now with the loop's action act: an answer passed
 // through, the latest attempt's ending (actGiveUp), or a hedged request's
 // Timeout. The attempts still running are cancelled.
-func (t *Timeline) end(l *loop, act loopAction, now time.Duration, running []bool, pol RetryPolicy) {
+func (t *Timeline) end(l *loop, act loopAction, now time.Duration, running []bool, pol retryPolicy) {
 	if t.Hedged {
 		t.Decider = act.i
 		t.cancelRest(now, running)
@@ -304,8 +304,8 @@ func (a *ExplainedAttempt) run(cut time.Duration, cause Cause) {
 
 // policy returns the engine's retry rules for p, with the worst-case
 // backoff: the top of the jittered range.
-func (p *ExplainParams) policy() RetryPolicy {
-	return RetryPolicy{MaxAttempts: p.MaxAttempts, BackoffBase: p.BackoffBase, Jitter: worstJitter, RetryOn: p.RetryOn}
+func (p *ExplainParams) policy() retryPolicy {
+	return retryPolicy{MaxAttempts: p.MaxAttempts, BackoffBase: p.BackoffBase, Jitter: worstJitter, RetryOn: p.RetryOn}
 }
 
 func worstJitter() float64 { return 1 }
@@ -317,7 +317,7 @@ func (a *ExplainedAttempt) ending() AttemptEnding {
 }
 
 // expired ends t because its time was over before attempt n could start.
-func (t *Timeline) expired(pol RetryPolicy, c Cause, now time.Duration, n int) {
+func (t *Timeline) expired(pol retryPolicy, c Cause, now time.Duration, n int) {
 	t.At, t.Stop, t.EndCause = now, StopExpired, c
 	t.Reason = pol.Expired(c, n).Reason
 	t.Status = t.Reason.Status(n > 1)

@@ -15,13 +15,12 @@ import (
 // exportedForTheirType are core's exported names that no other package
 // names but that stay exported: the types of exported fields, parameters
 // and results other packages use, the members of exported enums (a type's
-// value set is its API), and RetryPolicy, whose uses sit in the attempt
+// value set is its API), and retryPolicy, whose uses sit in the attempt
 // loop's files.
 var exportedForTheirType = []string{
 	"AttemptEnding", "Failure", "Outcome", "Phase", "ReplyKind", "RetryBudget", "Stop",
 	"BalanceLatency", "BalancePriority", "BalanceRandom", "BalanceRoundRobin", "CauseNone", "FailureOther", "PhaseBody",
 	"ReasonHeaderNotAllowed", "ReasonQueryNotAllowed",
-	"RetryPolicy",
 }
 
 // TestExportsUsed: core exports only what another package of the module

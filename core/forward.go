@@ -108,14 +108,14 @@ type Forwarder struct {
 	// Observer, if set, records attempts and backoff waits (telemetry).
 	Observer Observer
 	// Jitter, if set, is the random source of the backoff waits
-	// (RetryPolicy.Jitter); nil means math/rand/v2.
+	// (retryPolicy.Jitter); nil means math/rand/v2.
 	Jitter func() float64
 }
 
 // policy returns the retry rules of a request on route allowed
 // maxAttempts.
-func (f *Forwarder) policy(route *Route, maxAttempts int) RetryPolicy {
-	return RetryPolicy{MaxAttempts: maxAttempts, BackoffBase: f.BackoffBase, Jitter: f.Jitter, RetryOn: route.RetryOn}
+func (f *Forwarder) policy(route *Route, maxAttempts int) retryPolicy {
+	return retryPolicy{MaxAttempts: maxAttempts, BackoffBase: f.BackoffBase, Jitter: f.Jitter, RetryOn: route.RetryOn}
 }
 
 // deadlineError is the cancellation cause of an attempt or stream that a
@@ -175,7 +175,7 @@ func (f *Forwarder) Forward(ctx context.Context, req *Request) (*Result, error) 
 // forwardSequential is Forward for a request whose attempts run one after
 // the other, each in the caller's goroutine: it drives the attempt loop
 // (loop.go) with real attempts and a real backoff timer.
-func (f *Forwarder) forwardSequential(ctx, streamCtx context.Context, streamCancel context.CancelFunc, rt http.RoundTripper, req *Request, path target, hosts HostList, pol RetryPolicy) (*Result, error) {
+func (f *Forwarder) forwardSequential(ctx, streamCtx context.Context, streamCancel context.CancelFunc, rt http.RoundTripper, req *Request, path target, hosts HostList, pol retryPolicy) (*Result, error) {
 	route := req.Route
 	var attempts []Attempt
 	var throttle throttled
@@ -407,7 +407,7 @@ func (a *attemptResult) ending() AttemptEnding {
 
 // expired ends a request whose time, the deadline c, was over before
 // attempt n could start.
-func (f *Forwarder) expired(pol RetryPolicy, c Cause, attempts []Attempt, n int) *Error {
+func (f *Forwarder) expired(pol retryPolicy, c Cause, attempts []Attempt, n int) *Error {
 	e := pol.Expired(c, n)
 	e.Attempts = attempts
 	f.Stats.countEnd(e.Reason)
@@ -416,7 +416,7 @@ func (f *Forwarder) expired(pol RetryPolicy, c Cause, attempts []Attempt, n int)
 
 // failure ends a request whose last attempt, ending as last, brought no
 // answer.
-func (f *Forwarder) failure(pol RetryPolicy, last Attempt, attempts []Attempt) *Error {
+func (f *Forwarder) failure(pol retryPolicy, last Attempt, attempts []Attempt) *Error {
 	e := pol.Ending(last)
 	e.Attempts = attempts
 	f.Stats.countEnd(e.Reason)

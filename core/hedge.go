@@ -29,7 +29,7 @@ var errHedgeLost = errors.New("another hedged attempt answered first")
 // hedgeable reports whether req may hedge: its route asks for it, the
 // request may be sent twice (pol.MaySendTwice), its body is buffered, it
 // is not an upgrade, and a Timeout bounds its attempts.
-func hedgeable(req *Request, pol RetryPolicy) bool {
+func hedgeable(req *Request, pol retryPolicy) bool {
 	if !req.Route.HedgeOnPerTryTimeout || req.BodyStream != nil || req.Upgrade != "" || req.Budget.Timeout <= 0 {
 		return false
 	}
@@ -61,7 +61,7 @@ type hedgeRun struct {
 	hosts        HostList
 	streamCtx    context.Context
 	streamCancel context.CancelFunc
-	pol          RetryPolicy
+	pol          retryPolicy
 	slots        []*hedgeSlot
 	running      int
 	results      chan hedgeDone
@@ -70,7 +70,7 @@ type hedgeRun struct {
 // forwardHedged is Forward for a hedgeable request: it drives the attempt
 // loop (loop.go) with each attempt in its own goroutine, a timer for the
 // latest attempt's Timeout and one for the backoff waits.
-func (f *Forwarder) forwardHedged(ctx, streamCtx context.Context, streamCancel context.CancelFunc, rt http.RoundTripper, req *Request, path target, hosts HostList, pol RetryPolicy) (*Result, error) {
+func (f *Forwarder) forwardHedged(ctx, streamCtx context.Context, streamCancel context.CancelFunc, rt http.RoundTripper, req *Request, path target, hosts HostList, pol retryPolicy) (*Result, error) {
 	hreq := *req
 	hreq.Informational = nil // 1xx answers cannot be relayed from attempts side by side
 	h := &hedgeRun{f: f, rt: rt, req: &hreq, path: path, hosts: hosts, streamCtx: streamCtx, streamCancel: streamCancel,

@@ -8,7 +8,7 @@ import "time"
 
 // hedges reports whether an explained request hedges under pol, as
 // hedgeable does for a real one.
-func (p *ExplainParams) hedges(pol RetryPolicy) bool {
+func (p *ExplainParams) hedges(pol retryPolicy) bool {
 	return p.Hedge && p.Timeout > 0 && p.MaxAttempts >= 2 && pol.MaySendTwice(p.Method, p.ClientKey)
 }
 

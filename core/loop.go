@@ -70,7 +70,7 @@ type loopAction struct {
 // time it happened, and performs the action each one returns. One driver
 // owns it: it is not safe for concurrent use.
 type loop struct {
-	pol       RetryPolicy
+	pol       retryPolicy
 	method    string
 	clientKey bool
 	budget    Budget
@@ -96,7 +96,7 @@ type loop struct {
 // newLoop returns the loop of a request with method and ClientKey
 // clientKey under pol and b; hedged says its attempts may run side by side
 // (b.Timeout must then be positive).
-func newLoop(pol RetryPolicy, method string, clientKey bool, b Budget, hedged bool) loop {
+func newLoop(pol retryPolicy, method string, clientKey bool, b Budget, hedged bool) loop {
 	end, endCause := b.End()
 	return loop{pol: pol, method: method, clientKey: clientKey, budget: b, hedged: hedged, end: end, endCause: endCause}
 }
@@ -207,5 +207,5 @@ func (l *loop) timeout() loopAction {
 }
 
 // perTryTimeout is how a request ends that actTimeout ended, for
-// RetryPolicy.Ending: its latest attempt's Timeout.
+// retryPolicy.Ending: its latest attempt's Timeout.
 var perTryTimeout = Attempt{Outcome: OutcomeTimeout, Cause: CauseTimeout}

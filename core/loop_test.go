@@ -39,8 +39,8 @@ func TestLoop(t *testing.T) {
 	budget := func(ttl, timeout time.Duration) Budget {
 		return Budget{Arrival: arrival, TTL: arrival.Add(ttl), Timeout: timeout}
 	}
-	pol := func(maxAttempts int, base time.Duration) RetryPolicy {
-		return RetryPolicy{MaxAttempts: maxAttempts, BackoffBase: base, Jitter: worstJitter}
+	pol := func(maxAttempts int, base time.Duration) retryPolicy {
+		return retryPolicy{MaxAttempts: maxAttempts, BackoffBase: base, Jitter: worstJitter}
 	}
 	limited := budget(10*time.Second, time.Second).WithLimit(arrival.Add(3*time.Second), time.Second)
 	clientTimeout := budget(10*time.Second, time.Second)
@@ -64,7 +64,7 @@ func TestLoop(t *testing.T) {
 	}
 	tests := []struct {
 		name     string
-		pol      RetryPolicy
+		pol      retryPolicy
 		method   string
 		key      bool
 		budget   Budget

@@ -8,12 +8,12 @@ import (
 	"time"
 )
 
-// RetryPolicy is the retry rules of docs/deadlines.md#deadlines-and-retries in one value: how many
+// retryPolicy is the retry rules of docs/deadlines.md#deadlines-and-retries in one value: how many
 // attempts, the wait before each retry, which endings are retried for
 // which requests, and how a request that gets no answer ends. Forward, the
 // hedged loop and Explain all ask it, so the engine and its explanation
 // cannot drift apart. It is a value: copy it freely.
-type RetryPolicy struct {
+type retryPolicy struct {
 	// MaxAttempts bounds the attempts (at least one).
 	MaxAttempts int
 	// BackoffBase is the base of the jittered exponential wait between
@@ -71,7 +71,7 @@ const (
 // limit; StopMaxAttempts the last allowed attempt; StopNotSafe an ending
 // after which the method is not retried without a client Idempotency-Key
 // (429 and 503 say the request was not processed: always retried).
-func (p RetryPolicy) Next(n int, method string, clientKey bool, e AttemptEnding) Stop {
+func (p retryPolicy) Next(n int, method string, clientKey bool, e AttemptEnding) Stop {
 	rec := e.Record
 	if rec.Outcome == OutcomeStatus && !p.Retries(rec.Status) {
 		return StopAnswered
@@ -96,7 +96,7 @@ func (p RetryPolicy) Next(n int, method string, clientKey bool, e AttemptEnding)
 // clientKey may run two attempts at once (hedging): a safe method, or a
 // client Idempotency-Key. PUT and DELETE, retried after a timeout, are not
 // sent twice at once without one.
-func (RetryPolicy) MaySendTwice(method string, clientKey bool) bool {
+func (retryPolicy) MaySendTwice(method string, clientKey bool) bool {
 	switch method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
 		return true
@@ -106,7 +106,7 @@ func (RetryPolicy) MaySendTwice(method string, clientKey bool) bool {
 
 // Wait returns the wait before the attempt after attempt n: the jittered
 // backoff, or retryAfter (the backend's Retry-After) when longer.
-func (p RetryPolicy) Wait(n int, retryAfter time.Duration) time.Duration {
+func (p retryPolicy) Wait(n int, retryAfter time.Duration) time.Duration {
 	var wait time.Duration
 	if p.BackoffBase > 0 {
 		r := p.Jitter
@@ -120,14 +120,14 @@ func (p RetryPolicy) Wait(n int, retryAfter time.Duration) time.Duration {
 
 // Fits reports whether a wait may start with left before the request's
 // end: no wait that outlasts the budget is started.
-func (RetryPolicy) Fits(wait, left time.Duration) bool {
+func (retryPolicy) Fits(wait, left time.Duration) bool {
 	return wait < left
 }
 
 // Ending returns how a request ends whose last attempt, ending as rec,
 // brought no answer to pass through: its Reason and Message (Attempts
 // left for the caller).
-func (RetryPolicy) Ending(rec Attempt) Error {
+func (retryPolicy) Ending(rec Attempt) Error {
 	switch rec.Outcome {
 	case OutcomeFunctionLimit:
 		return Error{Reason: ReasonFunctionLimit, Message: "the execution limit cut the attempt"}
@@ -142,7 +142,7 @@ func (RetryPolicy) Ending(rec Attempt) Error {
 
 // Expired returns how a request ends whose time, the deadline c, was over
 // before attempt n could start.
-func (RetryPolicy) Expired(c Cause, n int) Error {
+func (retryPolicy) Expired(c Cause, n int) Error {
 	switch {
 	case c == CauseFunctionLimit:
 		return Error{Reason: ReasonFunctionLimit, Message: "the execution limit leaves no time for another attempt"}
@@ -187,7 +187,7 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 
 // Retries reports whether an answer with status code moves on to the next
 // host.
-func (p RetryPolicy) Retries(code int) bool {
+func (p retryPolicy) Retries(code int) bool {
 	if p.RetryOn != nil {
 		return slices.Contains(p.RetryOn, code)
 	}

@@ -13,7 +13,7 @@ func TestRetryPolicyNext(t *testing.T) {
 	timeout := AttemptEnding{Record: Attempt{Outcome: OutcomeTimeout, Cause: CauseTimeout}}
 	reset := AttemptEnding{Record: Attempt{Outcome: OutcomeConnectError}}
 	refused := AttemptEnding{Record: Attempt{Outcome: OutcomeConnectError}, Refused: true}
-	pol := RetryPolicy{MaxAttempts: 3}
+	pol := retryPolicy{MaxAttempts: 3}
 	tests := []struct {
 		name   string
 		n      int
@@ -46,7 +46,7 @@ func TestRetryPolicyNext(t *testing.T) {
 			}
 		})
 	}
-	if got := (RetryPolicy{}).Next(1, http.MethodGet, false, timeout); got != StopMaxAttempts {
+	if got := (retryPolicy{}).Next(1, http.MethodGet, false, timeout); got != StopMaxAttempts {
 		t.Errorf("zero MaxAttempts: Next = %d, want StopMaxAttempts (one attempt)", got)
 	}
 }
@@ -56,18 +56,18 @@ func TestRetryPolicyWait(t *testing.T) {
 	half := func() float64 { return 0.5 }
 	tests := []struct {
 		name       string
-		pol        RetryPolicy
+		pol        retryPolicy
 		n          int
 		retryAfter time.Duration
 		want       time.Duration
 	}{
-		{"no base, no wait", RetryPolicy{Jitter: half}, 3, 0, 0},
-		{"no base, Retry-After", RetryPolicy{Jitter: half}, 1, 2 * time.Second, 2 * time.Second},
-		{"first retry", RetryPolicy{BackoffBase: 100 * ms, Jitter: half}, 1, 0, 50 * ms},
-		{"third retry", RetryPolicy{BackoffBase: 100 * ms, Jitter: half}, 3, 0, 200 * ms},
-		{"capped at ten times the base", RetryPolicy{BackoffBase: 100 * ms, Jitter: half}, 9, 0, 500 * ms},
-		{"Retry-After longer", RetryPolicy{BackoffBase: 100 * ms, Jitter: half}, 1, time.Second, time.Second},
-		{"Retry-After shorter", RetryPolicy{BackoffBase: 100 * ms, Jitter: half}, 3, 10 * ms, 200 * ms},
+		{"no base, no wait", retryPolicy{Jitter: half}, 3, 0, 0},
+		{"no base, Retry-After", retryPolicy{Jitter: half}, 1, 2 * time.Second, 2 * time.Second},
+		{"first retry", retryPolicy{BackoffBase: 100 * ms, Jitter: half}, 1, 0, 50 * ms},
+		{"third retry", retryPolicy{BackoffBase: 100 * ms, Jitter: half}, 3, 0, 200 * ms},
+		{"capped at ten times the base", retryPolicy{BackoffBase: 100 * ms, Jitter: half}, 9, 0, 500 * ms},
+		{"Retry-After longer", retryPolicy{BackoffBase: 100 * ms, Jitter: half}, 1, time.Second, time.Second},
+		{"Retry-After shorter", retryPolicy{BackoffBase: 100 * ms, Jitter: half}, 3, 10 * ms, 200 * ms},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -77,7 +77,7 @@ func TestRetryPolicyWait(t *testing.T) {
 		})
 	}
 	// Without a Jitter the wait is random within [0, the ceiling).
-	pol := RetryPolicy{BackoffBase: 100 * ms}
+	pol := retryPolicy{BackoffBase: 100 * ms}
 	for range 100 {
 		if w := pol.Wait(2, 0); w < 0 || w >= 200*ms {
 			t.Fatalf("Wait(2) = %v, want in [0, 200ms)", w)
@@ -89,7 +89,7 @@ func TestRetryPolicyWait(t *testing.T) {
 }
 
 func TestRetryPolicyEnding(t *testing.T) {
-	var pol RetryPolicy
+	var pol retryPolicy
 	tests := []struct {
 		rec  Attempt
 		want Reason
@@ -133,7 +133,7 @@ func TestRetryPolicyMaySendTwice(t *testing.T) {
 		{http.MethodPut, true, true},
 	}
 	for _, tt := range tests {
-		if got := (RetryPolicy{}).MaySendTwice(tt.method, tt.clientKey); got != tt.want {
+		if got := (retryPolicy{}).MaySendTwice(tt.method, tt.clientKey); got != tt.want {
 			t.Errorf("MaySendTwice(%s, clientKey %v) = %v; want %v", tt.method, tt.clientKey, got, tt.want)
 		}
 	}
