@@ -56,14 +56,16 @@ func TestIdleConnectionClosed(t *testing.T) {
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	start := time.Now()
-	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	// The read deadline is the liveness bound: an EOF before it is the
+	// server's close, however late a loaded machine runs its timer.
+	conn.SetReadDeadline(time.Now().Add(idle + 30*time.Second))
 	_, err = br.ReadByte()
 	took := time.Since(start)
 	if err != io.EOF {
 		t.Fatalf("idle connection: read gave %v after %v; want EOF (closed by the server)", err, took)
 	}
-	if took < idle-50*time.Millisecond || took > idle+3*time.Second {
-		t.Errorf("idle connection closed after %v; want about %v", took, idle)
+	if took < idle-50*time.Millisecond {
+		t.Errorf("idle connection closed after %v; want not before %v", took, idle)
 	}
 }
 
