@@ -9,9 +9,11 @@
 # gateway's own default; set: GOGC for the gateway process alone),
 # LOAD_BALANCE (unset: the gateway's default; else its LoadBalanceMode) and
 # HOST_COPIES (1: Hosts lists the backend this many times, so a balancing
-# mode has hosts to order). Prints the
-# gateway's peak resident memory (VmHWM) at the end. Needs wrk (make
-# bench-wrk installs it).
+# mode has hosts to order). Prints, per round, the gateway's CPU time
+# (user + system, /proc/PID/stat) per request it served: on a shared
+# machine a steadier figure than requests/s, which other processes'
+# load moves. Prints the gateway's peak resident memory (VmHWM) at the
+# end. Needs wrk (make bench-wrk installs it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-2} DURATION=${DURATION:-10s} THREADS=${THREADS:-2} CONNS=${CONNS:-32} BARE_PROCESS=${BARE_PROCESS:-shared}
@@ -49,20 +51,31 @@ for _ in $(seq 100); do curl -fs "http://$gw/_gateway/health" >/dev/null 2>&1 &&
 curl -fs "http://$gw/_gateway/health" >/dev/null || { echo "the gateway did not start:"; cat "$tmp/gateway.err"; exit 1; } >&2
 
 rps() { wrk -t"$THREADS" -c"$CONNS" -d"$1" "$2" | awk '/^Requests\/sec/ {print $2}'; }
+ticks() { awk '{print $14 + $15}' "/proc/$gwpid/stat"; } # utime + stime, in clock ticks (proc(5))
+# gwrps runs wrk on the gateway; sets g (requests/s) and us (its CPU µs a request).
+gwrps() {
+	local t0 t1 out
+	t0=$(ticks)
+	out=$(wrk -t"$THREADS" -c"$CONNS" -d"$1" "$2")
+	t1=$(ticks)
+	g=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
+	us=$(awk -v t="$((t1 - t0))" -v hz="$(getconf CLK_TCK)" '/ requests in / {printf "%.1f", t / hz * 1e6 / $1}' <<<"$out")
+}
 where="the backend's process"
 [ "$BARE_PROCESS" = own ] && where="a process of its own"
 echo "wrk -t$THREADS -c$CONNS -d$DURATION, 64-byte answers, bare proxy in $where, gateway LoadBalanceMode=${LOAD_BALANCE:-default} over $HOST_COPIES host(s); $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 rps 2s "$bare/warm" >/dev/null
 rps 2s "http://$gw/warm" >/dev/null
-printf '%-6s %12s %12s %8s\n' round bare gateway ratio
+printf '%-6s %12s %12s %8s %16s\n' round bare gateway ratio 'gateway us/req'
+g= us=
 for r in $(seq "$ROUNDS"); do
 	if ((r % 2)); then # alternate the order, so neither always runs second
 		b=$(rps "$DURATION" "$bare/item")
-		g=$(rps "$DURATION" "http://$gw/item")
+		gwrps "$DURATION" "http://$gw/item"
 	else
-		g=$(rps "$DURATION" "http://$gw/item")
+		gwrps "$DURATION" "http://$gw/item"
 		b=$(rps "$DURATION" "$bare/item")
 	fi
-	printf '%-6s %12s %12s %8s\n' "$r" "$b" "$g" "$(awk -v g="$g" -v b="$b" 'BEGIN {printf "%.2fx", g/b}')"
+	printf '%-6s %12s %12s %8s %16s\n' "$r" "$b" "$g" "$(awk -v g="$g" -v b="$b" 'BEGIN {printf "%.2fx", g/b}')" "$us"
 done
 echo "gateway GOGC=${GATEWAY_GOGC:-default} peak RSS: $(awk '/^VmHWM:/ {printf "%d MiB", $2/1024}' /proc/$gwpid/status)"

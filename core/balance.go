@@ -72,30 +72,40 @@ const latencyProbeEvery = 16
 const ewmaWeight = 0.2
 
 // Balancer holds the per-instance state the balancing modes read: a
-// round-robin counter per route and a latency average per route and host.
+// round-robin counter (and the orders made) per route and a latency average per route and host.
 // Each Lambda execution environment, Azure instance and local process
 // learns on its own, as the Ejector does. The zero value is ready; a nil
 // *Balancer orders every route by priority. Methods are safe for
 // concurrent use.
 type Balancer struct {
 	mu  sync.RWMutex
-	rr  map[string]*atomic.Uint64
+	rr  map[string]*routeBalance
 	lat map[ejectKey]*atomic.Uint64 // math.Float64bits of the average, in ms; 0: not measured
 }
 
 // order returns the hosts of route in the order its mode tries them. It
 // returns route.Hosts itself for BalancePriority (and for a single host),
-// a new slice otherwise.
+// else a list shared by every request that gets the same order
+// (routeBalance.list): callers only read it.
 func (b *Balancer) order(route *Route) HostList {
 	hosts := route.Hosts
 	if b == nil || route.LoadBalance == BalancePriority || len(hosts) < 2 {
 		return hosts
 	}
-	out := make(HostList, len(hosts))
+	var idx [maxOrderHosts]uint8
+	perm := idx[:]
+	if len(hosts) > len(idx) {
+		perm = make([]uint8, len(hosts))
+	}
+	perm = perm[:len(hosts)]
+	for i := range perm {
+		perm[i] = uint8(i)
+	}
+	rb := b.route(route.Prefix)
 	mode := route.LoadBalance
 	var turn uint64
 	if mode != BalanceRandom {
-		turn = b.counter(route.Prefix).Add(1) - 1
+		turn = rb.turn.Add(1) - 1
 	}
 	if mode == BalanceLatency && turn%latencyProbeEvery == latencyProbeEvery-1 {
 		// A probe: without it a host measured slow once would never be
@@ -105,14 +115,13 @@ func (b *Balancer) order(route *Route) HostList {
 	switch mode {
 	case BalanceRoundRobin:
 		start := int(turn % uint64(len(hosts)))
-		n := copy(out, hosts[start:])
-		copy(out[n:], hosts[:start])
+		for i := range perm {
+			perm[i] = uint8((start + i) % len(hosts))
+		}
 	case BalanceRandom:
-		copy(out, hosts)
-		rand.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+		rand.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
 	case BalanceLatency:
-		copy(out, hosts)
-		var avg [8]float64
+		var avg [maxOrderHosts]float64
 		lat := avg[:0]
 		b.mu.RLock()
 		for _, h := range hosts {
@@ -124,35 +133,95 @@ func (b *Balancer) order(route *Route) HostList {
 		}
 		b.mu.RUnlock()
 		// Insertion sort, stable: a route has a handful of hosts.
-		for i := 1; i < len(out); i++ {
+		for i := 1; i < len(perm); i++ {
 			for j := i; j > 0 && lat[j] < lat[j-1]; j-- {
 				lat[j], lat[j-1] = lat[j-1], lat[j]
-				out[j], out[j-1] = out[j-1], out[j]
+				perm[j], perm[j-1] = perm[j-1], perm[j]
 			}
 		}
 	default:
 		return hosts
 	}
+	return rb.list(hosts, perm)
+}
+
+// maxOrderHosts is the most hosts a route may have for its orders to be
+// kept (routeBalance.list): eight 8-bit positions in a uint64.
+const maxOrderHosts = 8
+
+// maxOrderLists bounds the orders kept per route: every rotation and
+// every latency order of a few hosts, not every shuffle of eight.
+const maxOrderLists = 32
+
+// routeBalance is a route's balancing state: its turn counter and the
+// orders of its hosts made so far.
+type routeBalance struct {
+	turn   atomic.Uint64
+	orders atomic.Pointer[orderLists]
+}
+
+// orderLists are orders of one list of hosts, each kept so that the next
+// request in the same order takes it without allocating. Never changed
+// once published: a new order publishes a copy.
+type orderLists struct {
+	hosts HostList   // the route's list they order: a reload makes a new one
+	keys  []uint64   // each order's positions, 8 bits each, first lowest
+	lists []HostList // the orders, as keys
+}
+
+// list returns hosts in the order perm gives their positions.
+func (rb *routeBalance) list(hosts HostList, perm []uint8) HostList {
+	if len(perm) > maxOrderHosts {
+		return pick(hosts, perm)
+	}
+	var key uint64
+	for i, p := range perm {
+		key |= uint64(p) << (8 * i)
+	}
+	ol := rb.orders.Load()
+	if ol != nil && len(ol.hosts) == len(hosts) && &ol.hosts[0] == &hosts[0] {
+		for i, k := range ol.keys {
+			if k == key {
+				return ol.lists[i]
+			}
+		}
+	} else {
+		ol = &orderLists{hosts: hosts}
+	}
+	out := pick(hosts, perm)
+	if len(ol.keys) < maxOrderLists {
+		next := &orderLists{hosts: hosts, keys: append(ol.keys[:len(ol.keys):len(ol.keys)], key),
+			lists: append(ol.lists[:len(ol.lists):len(ol.lists)], out)}
+		rb.orders.Store(next) // a concurrent store may win: its order comes again
+	}
 	return out
 }
 
-func (b *Balancer) counter(route string) *atomic.Uint64 {
+func pick(hosts HostList, perm []uint8) HostList {
+	out := make(HostList, len(perm))
+	for i, p := range perm {
+		out[i] = hosts[p]
+	}
+	return out
+}
+
+func (b *Balancer) route(prefix string) *routeBalance {
 	b.mu.RLock()
-	c := b.rr[route]
+	rb := b.rr[prefix]
 	b.mu.RUnlock()
-	if c != nil {
-		return c
+	if rb != nil {
+		return rb
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if c = b.rr[route]; c == nil {
+	if rb = b.rr[prefix]; rb == nil {
 		if b.rr == nil {
-			b.rr = map[string]*atomic.Uint64{}
+			b.rr = map[string]*routeBalance{}
 		}
-		c = new(atomic.Uint64)
-		b.rr[route] = c
+		rb = new(routeBalance)
+		b.rr[prefix] = rb
 	}
-	return c
+	return rb
 }
 
 // observe adds the latency d of an attempt at host on route to the host's
@@ -248,9 +317,30 @@ func validLabel(s string) bool {
 	return true
 }
 
-// baseURLOf returns host's base URL as configured, without its label.
+// baseURLOf returns host's base URL as configured, without its label. A
+// host's URL is never changed once parsed, so the string is made once per
+// host and kept (every answer's Result names it).
 func baseURLOf(host *url.URL) string {
+	if v, ok := baseURLs.m.Load(host); ok {
+		return v.(string)
+	}
 	u := *host
 	u.Fragment = ""
-	return u.String()
+	s := u.String()
+	if baseURLs.n.Add(1) > maxBaseURLs {
+		// Hosts replaced by reloads would otherwise stay here for good.
+		baseURLs.m.Clear()
+		baseURLs.n.Store(1)
+	}
+	baseURLs.m.Store(host, s)
+	return s
+}
+
+// maxBaseURLs bounds baseURLs: far more hosts than any settings list.
+const maxBaseURLs = 1024
+
+// baseURLs caches baseURLOf: *url.URL to string, and about how many.
+var baseURLs struct {
+	m sync.Map
+	n atomic.Int64
 }

@@ -378,3 +378,88 @@ func BenchmarkBalancerOrder(b *testing.B) {
 		})
 	}
 }
+
+// TestBalancerOrderAllocs: ordering a route's hosts allocates nothing once
+// each order has been made (the orders are kept per route), in every mode.
+func TestBalancerOrderAllocs(t *testing.T) {
+	hosts := HostList{mustURL(t, "http://a:1"), mustURL(t, "http://b:2"), mustURL(t, "http://c:3")}
+	for _, mode := range []LoadBalance{BalancePriority, BalanceLatency, BalanceRoundRobin, BalanceRandom} {
+		t.Run(mode.String(), func(t *testing.T) {
+			bal := &Balancer{}
+			route := &Route{Prefix: "/", Hosts: hosts, LoadBalance: mode}
+			for i, h := range hosts {
+				bal.observe(route, h, time.Duration(i+1)*time.Millisecond)
+			}
+			for range 1000 { // every order of three hosts: six at most
+				bal.order(route)
+			}
+			if got := testing.AllocsPerRun(1000, func() { bal.order(route) }); got != 0 {
+				t.Errorf("order allocates %v times a request; want 0", got)
+			}
+		})
+	}
+}
+
+// TestBalancerOrderReload: a route whose hosts a reload replaced is
+// ordered over its new hosts, never over the orders kept of the old ones.
+func TestBalancerOrderReload(t *testing.T) {
+	for _, mode := range []LoadBalance{BalanceLatency, BalanceRoundRobin, BalanceRandom} {
+		t.Run(mode.String(), func(t *testing.T) {
+			bal := &Balancer{}
+			old := &Route{Prefix: "/", LoadBalance: mode,
+				Hosts: HostList{mustURL(t, "http://a:1"), mustURL(t, "http://b:2"), mustURL(t, "http://c:3")}}
+			for range 100 {
+				bal.order(old)
+			}
+			cur := &Route{Prefix: "/", LoadBalance: mode,
+				Hosts: HostList{mustURL(t, "http://x:1"), mustURL(t, "http://y:2"), mustURL(t, "http://z:3")}}
+			for range 100 {
+				got := bal.order(cur)
+				seen := map[*url.URL]bool{}
+				for _, h := range got {
+					seen[h] = true
+				}
+				if len(got) != 3 || !seen[cur.Hosts[0]] || !seen[cur.Hosts[1]] || !seen[cur.Hosts[2]] {
+					t.Fatalf("order = %v; want the new hosts %v, each once", got, cur.Hosts)
+				}
+			}
+		})
+	}
+}
+
+// TestBalancerOrderSame: the orders kept are the orders made: round-robin
+// still starts each request at the next host, and latency still puts the
+// fastest first, whatever was kept before.
+func TestBalancerOrderSame(t *testing.T) {
+	hosts := HostList{mustURL(t, "http://a:1"), mustURL(t, "http://b:2"), mustURL(t, "http://c:3")}
+	bal := &Balancer{}
+	rr := &Route{Prefix: "/rr", Hosts: hosts, LoadBalance: BalanceRoundRobin}
+	for i := range 9 {
+		if got, want := bal.order(rr)[0], hosts[i%3]; got != want {
+			t.Fatalf("request %d starts at %v; want %v", i, got, want)
+		}
+	}
+	lat := &Route{Prefix: "/lat", Hosts: hosts, LoadBalance: BalanceLatency}
+	for _, fastest := range []int{2, 0, 1} {
+		for i, h := range hosts {
+			d := 50 * time.Millisecond
+			if i == fastest {
+				d = time.Millisecond
+			}
+			for range 50 { // enough samples to move every average
+				bal.observe(lat, h, d)
+			}
+		}
+		// One of any latencyProbeEvery requests may be a probe; the
+		// others put the fastest first.
+		firsts := 0
+		for range latencyProbeEvery {
+			if bal.order(lat)[0] == hosts[fastest] {
+				firsts++
+			}
+		}
+		if firsts < latencyProbeEvery-1 {
+			t.Errorf("fastest host %d first in %d of %d orders; want all but the probe", fastest, firsts, latencyProbeEvery)
+		}
+	}
+}

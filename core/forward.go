@@ -292,6 +292,7 @@ type attemptResult struct {
 	out        outgoing      // storage for the attempt's request, allocated with it
 	first      [1]Attempt    // storage for the timeline when this is its first entry
 	conn       *connTrace    // the backend connection the attempt got, when recorded
+	ct         connTrace     // storage for conn, allocated with it
 	held       net.Conn      // the connection resp's body is read from, when the transport holds it for that body (heldConn)
 	budget     *Budget       // the request's, for chosen
 	host       *url.URL      // the host attempted
@@ -624,12 +625,20 @@ func buildOutgoing(ctx context.Context, req *Request, path string, host *url.URL
 type outgoing struct {
 	url  url.URL
 	vals [9]string
+	req  http.Request
 }
 
 // build is buildOutgoing with o as the request's storage; o must outlive
 // the request.
 func (o *outgoing) build(ctx context.Context, req *Request, path target, host *url.URL, window time.Duration) *http.Request {
-	h := make(http.Header, len(req.Header)+6)
+	// Room for the client's headers and the at most seven set below, and
+	// User-Agent when the client sent none: a map that grows past its
+	// hint (eight fit in the smallest) costs allocations.
+	added := 7
+	if _, ok := req.Header["User-Agent"]; !ok {
+		added++
+	}
+	h := make(http.Header, len(req.Header)+added)
 	for k, v := range req.Header {
 		if len(k) >= 3 && strings.EqualFold(k[:3], "s7p") || isHopHeader(k) || k == "Traceparent" || k == "Tracestate" || k == "X-Request-Id" {
 			continue
@@ -714,7 +723,9 @@ func (o *outgoing) build(ctx context.Context, req *Request, path target, host *u
 			contentLength = -1 // trailers need chunked framing
 		}
 	}
-	out := (&http.Request{
+	// The request lives in o: WithContext's copy, made on the stack, is
+	// copied there (one allocation fewer per attempt).
+	o.req = *(&http.Request{
 		Method:        req.Method,
 		URL:           u,
 		Proto:         "HTTP/1.1",
@@ -726,6 +737,7 @@ func (o *outgoing) build(ctx context.Context, req *Request, path target, host *u
 		ContentLength: contentLength,
 		Host:          host.Host,
 	}).WithContext(ctx)
+	out := &o.req
 	if contentLength == 0 {
 		out.Body = nil
 	} else {

@@ -61,7 +61,7 @@ func (ct *connTrace) gotConn(i httptrace.GotConnInfo) {
 // rt records response heads, which one, and it passes 1xx answers to
 // req.Informational.
 func (ar *attemptResult) trace(ctx context.Context, rt http.RoundTripper, req *Request) context.Context {
-	ct := &connTrace{}
+	ct := &ar.ct
 	ct.trace.GotConn = ct.gotConn // one closure: gotConn keeps a *headConn only where rt records heads
 	ct.trace.Got1xxResponse = req.Informational
 	ar.conn = ct

@@ -44,7 +44,9 @@ const (
 // (docs/async-api.md#when-a-request-goes-async): the gateway, the profile and the request itself. When the
 // request asked for async and may not, declined says why.
 func (h *Handler) asyncEligible(r *http.Request, route *core.Route, req *core.Request) (ok bool, declined string) {
-	if !strings.EqualFold(strings.TrimSpace(r.Header.Get("S7PAsyncMode")), "true") {
+	// S7PAsyncMode by its canonical key: Get need not canonicalise it (an
+	// allocation on every request).
+	if !strings.EqualFold(strings.TrimSpace(r.Header.Get("S7pasyncmode")), "true") {
 		return false, ""
 	}
 	switch p := h.profileOf(r); {

@@ -21,9 +21,18 @@ func (lg *requestLog) stamp(hdr http.Header, attempts []core.Attempt, res *core.
 		last := attempts[len(attempts)-1]
 		lg.backend, lg.backendURL = last.Label, last.Host
 	}
-	if lg.backend != "" {
-		hdr["X-Backend-Host"] = []string{lg.backend}
-	}
 	lg.latencyMs = time.Since(lg.arrival).Milliseconds()
-	hdr["X-Gateway-Latency-Ms"] = []string{strconv.FormatInt(lg.latencyMs, 10)}
+	vals := lg.vals
+	if len(vals) < 3 || lg.stamped {
+		// A second stamp (a refused answer after the relayed one's) must
+		// not change values an earlier header map may still hold.
+		vals = make([]string, 3)
+	}
+	lg.stamped = true
+	if lg.backend != "" {
+		vals[1] = lg.backend
+		hdr["X-Backend-Host"] = vals[1:2:2]
+	}
+	vals[2] = strconv.FormatInt(lg.latencyMs, 10)
+	hdr["X-Gateway-Latency-Ms"] = vals[2:3:3]
 }

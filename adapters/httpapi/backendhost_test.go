@@ -106,3 +106,70 @@ func TestCallerDeadlineShortensTTL(t *testing.T) {
 		})
 	}
 }
+
+// TestStampShared: the request id and stamp's two values share one backing
+// array, each its own full slice; a second stamp (a refused answer after
+// the relayed one's) leaves the values of the first one's headers as they
+// were.
+func TestStampShared(t *testing.T) {
+	lg := requestLog{id: "rid", vals: []string{"rid", "", ""}, arrival: time.Now()}
+	first := http.Header{"X-Request-Id": lg.idValue()}
+	lg.stamp(first, nil, &core.Result{Backend: "one", BackendURL: "http://one"})
+	second := http.Header{}
+	lg.stamp(second, []core.Attempt{{Host: "two:1", Label: "two"}}, nil)
+	for _, c := range []struct {
+		h         http.Header
+		key, want string
+	}{
+		{first, "X-Request-Id", "rid"},
+		{first, "X-Backend-Host", "one"},
+		{second, "X-Backend-Host", "two"},
+	} {
+		if got := c.h[c.key]; len(got) != 1 || got[0] != c.want || cap(got) != 1 {
+			t.Errorf("%s = %q (cap %d); want [%q], a full slice", c.key, got, cap(got), c.want)
+		}
+	}
+	if got := first["X-Gateway-Latency-Ms"]; len(got) != 1 || cap(got) != 1 {
+		t.Errorf("first X-Gateway-Latency-Ms = %q (cap %d); want one value, a full slice", got, cap(got))
+	}
+	first.Add("X-Request-Id", "appended")
+	if lg.vals[1] != "one" {
+		t.Errorf("an append to X-Request-Id changed the next value to %q", lg.vals[1])
+	}
+	var zero requestLog // as a test's fail makes it: no backing array
+	h := http.Header{"X-Request-Id": zero.idValue()}
+	zero.stamp(h, []core.Attempt{{Host: "h:1", Label: "0"}}, nil)
+	if h.Get("X-Backend-Host") != "0" || h.Get("X-Gateway-Latency-Ms") == "" {
+		t.Errorf("stamp without a backing array: %v", h)
+	}
+}
+
+// TestNewIDs: a request a client sent without ids gets a request id and an
+// Idempotency-Key, made together (newKeyPair), each 32 hex digits and
+// different from the other and from the next request's.
+func TestNewIDs(t *testing.T) {
+	var got []string
+	s := testSettings(t, "http://backend.test")
+	h := &Handler{Settings: s, Forwarder: &core.Forwarder{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		got = append(got, r.Header.Get("X-Request-Id"), r.Header.Get("Idempotency-Key"))
+		return staticRT{}.RoundTrip(r)
+	})}, Stats: &core.Stats{}}
+	h.Init()
+	for range 2 {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "http://gw/x", nil))
+		if rec.Code != 200 {
+			t.Fatalf("status %d; want 200", rec.Code)
+		}
+	}
+	seen := map[string]bool{}
+	for _, id := range got {
+		if len(id) != 32 || strings.Trim(id, "0123456789abcdef") != "" || seen[id] {
+			t.Errorf("ids %q: %q is not 32 fresh hex digits", got, id)
+		}
+		seen[id] = true
+	}
+	if len(got) != 4 {
+		t.Errorf("the backend saw %d ids; want 4", len(got))
+	}
+}

@@ -42,13 +42,7 @@ func (w *discardRW) Flush()                      {}
 // httputil's own BenchmarkServeHTTP does. allocs/op and B/op are per
 // request.
 func BenchmarkServeHTTP(b *testing.B) {
-	s := settings.DefaultSettings()
-	if err := s.Hosts.Decode("http://backend.test"); err != nil {
-		b.Fatal(err)
-	}
-	gw := &Handler{Settings: &s, Forwarder: &core.Forwarder{Transport: staticRT{}, BackoffBase: s.RetryBackoffMs.D()},
-		Stats: &core.Stats{}, Logger: slog.New(NewJSONLogHandler(io.Discard))}
-	gw.Init()
+	gw := benchGateway(b)
 	u, _ := url.Parse("http://backend.test")
 	bare := httputil.NewSingleHostReverseProxy(u)
 	bare.Transport = staticRT{}
@@ -57,9 +51,7 @@ func BenchmarkServeHTTP(b *testing.B) {
 		h    http.Handler
 	}{{"bare", bare}, {"gateway", gw}} {
 		b.Run("impl="+impl.name, func(b *testing.B) {
-			r := httptest.NewRequest("GET", "http://gw.test/v1/items?id=42", nil)
-			r.Header.Set("User-Agent", "bench")
-			r.Header.Set("Accept", "application/json")
+			r := benchRequest()
 			w := &discardRW{h: http.Header{}}
 			b.ReportAllocs()
 			for b.Loop() {
@@ -67,5 +59,48 @@ func BenchmarkServeHTTP(b *testing.B) {
 				impl.h.ServeHTTP(w, r)
 			}
 		})
+	}
+}
+
+// benchGateway is the gateway of BenchmarkServeHTTP: default settings, one
+// host, the static transport, the JSON log line written to io.Discard.
+func benchGateway(tb testing.TB) *Handler {
+	tb.Helper()
+	s := settings.DefaultSettings()
+	if err := s.Hosts.Decode("http://backend.test"); err != nil {
+		tb.Fatal(err)
+	}
+	gw := &Handler{Settings: &s, Forwarder: &core.Forwarder{Transport: staticRT{}, BackoffBase: s.RetryBackoffMs.D()},
+		Stats: &core.Stats{}, Logger: slog.New(NewJSONLogHandler(io.Discard))}
+	gw.Init()
+	return gw
+}
+
+// benchRequest is the request of BenchmarkServeHTTP.
+func benchRequest() *http.Request {
+	r := httptest.NewRequest("GET", "http://gw.test/v1/items?id=42", nil)
+	r.Header.Set("User-Agent", "bench")
+	r.Header.Set("Accept", "application/json")
+	return r
+}
+
+// maxServeAllocs is the most allocations BenchmarkServeHTTP's gateway
+// request may make (docs/performance.md, Throughput, third round): the
+// static transport's answer makes six of them.
+const maxServeAllocs = 25
+
+// TestServeHTTPAllocs keeps the per-request path as lean as the
+// performance notes say: a request through BenchmarkServeHTTP's gateway
+// allocates at most maxServeAllocs times.
+func TestServeHTTPAllocs(t *testing.T) {
+	gw := benchGateway(t)
+	r := benchRequest()
+	w := &discardRW{h: http.Header{}}
+	got := testing.AllocsPerRun(200, func() {
+		clear(w.h)
+		gw.ServeHTTP(w, r)
+	})
+	if got > maxServeAllocs+raceAllocs {
+		t.Errorf("a request allocates %v times; want at most %d", got, maxServeAllocs+raceAllocs)
 	}
 }

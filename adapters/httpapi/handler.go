@@ -74,7 +74,7 @@ func (h *Handler) Init() {
 // /_gateway/, and everything else by forwarding.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rest, ok := strings.CutPrefix(r.URL.Path, "/_gateway/"); ok {
-		id := requestID(r, h.Settings.TrustedProxies.Trusts(core.ParseHop(r.RemoteAddr)))
+		id, _ := requestID(r, h.Settings.TrustedProxies.Trusts(core.ParseHop(r.RemoteAddr)))
 		r = r.WithContext(core.WithRequestID(r.Context(), id))
 		w.Header().Set("X-Request-Id", id)
 		ow := &ownWriter{ResponseWriter: w}
@@ -122,6 +122,23 @@ type requestLog struct {
 	latencyMs           int64
 	asyncReason         string // why a 202 came when it did (x-Async-Reason)
 	id                  string // the request id (X-Request-Id)
+	// up is where timeline is held on the heap (the Result's or the
+	// Error's Attempts), for the line's upstream without a copy (upstreamAttrs).
+	up *[]core.Attempt
+	// vals backs the values of X-Request-Id, x-Backend-Host and
+	// x-Gateway-Latency-Ms: one allocation for the three, each a full
+	// slice, so no append spills into the next. stamped: the stamp's two
+	// are in use, and a second stamp makes its own.
+	vals    []string
+	stamped bool
+}
+
+// idValue returns the X-Request-Id header value, from lg's backing.
+func (lg *requestLog) idValue() []string {
+	if len(lg.vals) == 0 {
+		return []string{lg.id}
+	}
+	return lg.vals[0:1:1]
 }
 
 func (h *Handler) proxy(w http.ResponseWriter, r *http.Request) {
@@ -129,15 +146,16 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request) {
 	h.Stats.CountRequest()
 	hdr, trusted := h.Settings.TrustedProxies.Believe(r.Header, r.RemoteAddr)
 	r.Header = hdr
-	id := requestID(r, trusted)
+	id, spare := requestID(r, trusted)
 	ctx := core.WithRequestID(r.Context(), id)
-	w.Header()["X-Request-Id"] = []string{id}
+	vals := []string{id, "", ""} // requestLog.vals
+	w.Header()["X-Request-Id"] = vals[0:1:1]
 	closeIfBothFramings(w, r)
 	route := h.router.Match(r.URL.Path)
-	lg := requestLog{route: route.Prefix, fired: "none", accepted: acceptedAt(r, trusted), arrival: arrival, id: id}
+	lg := requestLog{route: route.Prefix, fired: "none", accepted: acceptedAt(r, trusted), arrival: arrival, id: id, vals: vals}
 	defer func() { h.log(ctx, r, arrival, &lg) }()
 
-	req, body, gerr := h.prepare(w, r, route, core.ClockStart(lg.accepted, arrival))
+	req, body, gerr := h.prepare(w, r, route, core.ClockStart(lg.accepted, arrival), spare)
 	defer body.done()
 	if req != nil {
 		req.RequestID = id
@@ -200,7 +218,9 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request) {
 
 // prepare reads the per-request headers and body into a core.Request. The
 // returned body must be released with done once the request is over.
-func (h *Handler) prepare(w http.ResponseWriter, r *http.Request, route *core.Route, arrival time.Time) (*core.Request, *bodyReader, *core.Error) {
+// spare, if not empty, is a fresh key for the Idempotency-Key the request
+// gets when the client sent none (requestID makes it with the request id).
+func (h *Handler) prepare(w http.ResponseWriter, r *http.Request, route *core.Route, arrival time.Time, spare string) (*core.Request, *bodyReader, *core.Error) {
 	s := h.Settings
 	path := r.URL.EscapedPath()
 	if _, err := core.ConfinePath(path); err != nil {
@@ -264,6 +284,8 @@ func (h *Handler) prepare(w http.ResponseWriter, r *http.Request, route *core.Ro
 	}
 	if key := r.Header.Get("Idempotency-Key"); key != "" {
 		req.IdempotencyKey, req.ClientKey = key, true
+	} else if spare != "" {
+		req.IdempotencyKey = spare
 	} else {
 		req.IdempotencyKey = newKey()
 	}
@@ -314,16 +336,31 @@ func trim(s string) string {
 // in hex. The bits are read 4 KiB at a time into pooled buffers, each
 // 16-byte slice used once: one read per 256 keys, not one per key.
 func newKey() string {
-	kb := keyBufs.Get().(*keyBuf)
-	if kb.off+16 > len(kb.b) {
-		rand.Read(kb.b[:])
-		kb.off = 0
-	}
 	var dst [32]byte
-	hex.Encode(dst[:], kb.b[kb.off:kb.off+16])
-	kb.off += 16
+	return string(appendKeys(dst[:0], 1))
+}
+
+// newKeyPair returns two fresh keys as newKey makes them, in one
+// allocation (a request id and an Idempotency-Key).
+func newKeyPair() (string, string) {
+	var dst [64]byte
+	s := string(appendKeys(dst[:0], 2))
+	return s[:32], s[32:]
+}
+
+// appendKeys appends n keys' hex digits to dst.
+func appendKeys(dst []byte, n int) []byte {
+	kb := keyBufs.Get().(*keyBuf)
+	for range n {
+		if kb.off+16 > len(kb.b) {
+			rand.Read(kb.b[:])
+			kb.off = 0
+		}
+		dst = hex.AppendEncode(dst, kb.b[kb.off:kb.off+16])
+		kb.off += 16
+	}
 	keyBufs.Put(kb)
-	return string(dst[:])
+	return dst
 }
 
 // keyBuf is random bits read ahead for newKey; b[off:] are still unused.
@@ -340,7 +377,7 @@ var keyBufs = sync.Pool{New: func() any { return &keyBuf{off: 4096} }}
 func (h *Handler) relay(w http.ResponseWriter, r *http.Request, res *core.Result, route *core.Route, lg *requestLog) (framed bool) {
 	resp := res.Response
 	defer resp.Body.Close()
-	lg.status, lg.attempts, lg.timeline = resp.StatusCode, len(res.Attempts), res.Attempts
+	lg.status, lg.attempts, lg.timeline, lg.up = resp.StatusCode, len(res.Attempts), res.Attempts, &res.Attempts
 	hdr := w.Header()
 	closing := hdr["Connection"] // set by closeIfBothFramings
 	for k, v := range resp.Header {
@@ -351,7 +388,7 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, res *core.Result
 		hdr["Connection"] = closing
 	}
 	core.AddViaHeader(hdr)
-	hdr["X-Request-Id"] = []string{lg.id} // the gateway's, whatever the backend said
+	hdr["X-Request-Id"] = lg.idValue() // the gateway's, whatever the backend said
 	h.rewriteLocations(hdr, r, route)
 	hdr["X-Attempts"] = attemptsValue(len(res.Attempts))
 	lg.stamp(hdr, nil, res)
@@ -446,7 +483,7 @@ func (h *Handler) refuseTooLarge(ctx context.Context, w http.ResponseWriter, c *
 	if closing != nil {
 		hdr["Connection"] = closing
 	}
-	hdr["X-Request-Id"] = []string{lg.id}
+	hdr["X-Request-Id"] = lg.idValue()
 	h.Stats.CountEnd(core.ReasonResponseTooLarge)
 	h.fail(ctx, w, h.tooLarge(c, res, resp.ContentLength), lg)
 }
@@ -502,7 +539,7 @@ func copyBody(w http.ResponseWriter, src io.Reader, flush bool) error {
 
 // fail writes a gateway-made error, saying only what PublicMessage allows.
 func (h *Handler) fail(ctx context.Context, w http.ResponseWriter, e *core.Error, lg *requestLog) {
-	lg.attempts, lg.timeline = len(e.Attempts), e.Attempts
+	lg.attempts, lg.timeline, lg.up = len(e.Attempts), e.Attempts, &e.Attempts
 	lg.code, lg.reason = e.Reason.Code(), e.Reason
 	lg.fired = firedOf(e)
 	if e.Reason == core.ReasonClientGone {
@@ -564,7 +601,7 @@ func (h *Handler) log(ctx context.Context, r *http.Request, arrival time.Time, l
 	}
 	level, msg := lg.logLevel()
 	tl := countTimeline(lg.timeline)
-	attrs := [...]slog.Attr{
+	base := [...]slog.Attr{
 		slog.String("method", LogValue(r.Method, MaxLogValue)), // the client's: bounded
 		slog.String("path", LogValue(r.URL.Path, MaxLogValue)),
 		slog.String("route", lg.route),
@@ -581,22 +618,25 @@ func (h *Handler) log(ctx context.Context, r *http.Request, arrival time.Time, l
 		slog.Int64("gatewayLatencyMs", lg.latencyMs),
 		slog.String("err", lg.err),
 	}
-	n := len(attrs)
+	// Room for every attribute the line can have, so that none is
+	// appended to a new array (the line stays on the stack).
+	var attrs [len(base) + 9]slog.Attr
+	n := copy(attrs[:], base[:])
 	if lg.err == "" {
 		n-- // err only when a stream was cut
 	}
 	line := attrs[:n]
 	if lg.declined != "" {
-		line = append(line[:n:n], slog.String("asyncDeclined", lg.declined))
+		line = append(line, slog.String("asyncDeclined", lg.declined))
 	}
 	if lg.asyncReason != "" {
-		line = append(line[:len(line):len(line)], slog.String("asyncReason", lg.asyncReason))
+		line = append(line, slog.String("asyncReason", lg.asyncReason))
 	}
-	line = upstreamAttrs(line[:len(line):len(line)], lg)
+	line = upstreamAttrs(line, lg)
 	if !lg.accepted.IsZero() {
 		// Both times, when the platform or a trusted proxy said when it
 		// accepted the request.
-		line = append(append(make([]slog.Attr, 0, len(line)+3), line...),
+		line = append(line,
 			slog.String("acceptedAt", lg.accepted.UTC().Format(time.RFC3339Nano)),
 			slog.String("arrivedAt", arrival.UTC().Format(time.RFC3339Nano)),
 			slog.Int64("queueMs", arrival.Sub(core.ClockStart(lg.accepted, arrival)).Milliseconds()))

@@ -183,6 +183,15 @@ func appendAttr(b []byte, a slog.Attr) ([]byte, bool) {
 	v := a.Value
 	switch v.Kind() {
 	case slog.KindString, slog.KindInt64, slog.KindUint64, slog.KindBool:
+	case slog.KindLogValuer:
+		u, ok := v.Any().(upstreamJSON)
+		if !ok {
+			return b, false
+		}
+		b = append(b, ',')
+		b = appendJSONString(b, a.Key)
+		b = append(b, ':')
+		return appendAttempts(b, *u.tl), true
 	case slog.KindAny:
 		// Compact JSON made by json.Marshal (core.AttemptsJSON): slog
 		// writes a json.RawMessage as it is, compacted, HTML unescaped.

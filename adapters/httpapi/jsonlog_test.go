@@ -76,6 +76,9 @@ func TestJSONLogHandlerMatchesSlog(t *testing.T) {
 		"raw json": {r: rec(slog.LevelWarn, "request", slog.String("a", "b"),
 			slog.Any("upstream", core.AttemptsJSON([]core.Attempt{{Host: "h<1>&:9", Outcome: core.OutcomeConnectError, Failure: core.FailureDNS, Phase: core.PhaseConnect}})),
 			slog.Any("spaced", json.RawMessage(` [ 1 , {"x" : "<\u2028>"} ] `)))},
+		"upstream": {r: rec(slog.LevelWarn, "request", slog.String("a", "b"),
+			slog.Any("upstream", upstreamJSON{&[]core.Attempt{{Host: "h<1>&:9", Status: 503, Outcome: core.OutcomeStatus, DurationMs: 3},
+				{Host: "\u2028\xff\"", Outcome: core.OutcomeConnectError, Failure: core.FailureDNS, Phase: core.PhaseConnect}}}))},
 		"group":      {r: rec(slog.LevelInfo, "x", slog.Group("g", slog.Int("a", 1)))},
 		"with attrs": {r: rec(slog.LevelInfo, "x", slog.Int("a", 1)), with: func(h slog.Handler) slog.Handler { return h.WithAttrs([]slog.Attr{slog.String("k", "v")}) }},
 		"with group": {r: rec(slog.LevelInfo, "x", slog.Int("a", 1)), with: func(h slog.Handler) slog.Handler { return h.WithGroup("g") }},
@@ -96,5 +99,27 @@ func FuzzJSONLogHandler(f *testing.F) {
 		r := slog.NewRecord(time.Unix(1e9, n), slog.LevelInfo, msg, 0)
 		r.AddAttrs(slog.String(key, val), slog.Int64(val, n), slog.String("k", key))
 		sameAsJSONHandler(t, r, nil)
+	})
+}
+
+// FuzzUpstreamJSON: the line's upstream array, appended by the short path
+// (upstreamJSON), is what slog.JSONHandler writes of it, and decodes back
+// to the attempts (strings as valid UTF-8).
+func FuzzUpstreamJSON(f *testing.F) {
+	f.Add("h:1", int64(3), "\u2028")
+	f.Add("\xff<>&\"", int64(-1), "")
+	f.Fuzz(func(t *testing.T, host string, ms int64, cause string) {
+		tl := []core.Attempt{{Host: host, Status: 502, Outcome: core.OutcomeStatus, DurationMs: ms},
+			{Host: host, Outcome: core.OutcomeTimeout, Failure: core.Failure(cause), Phase: core.PhaseHeaders}}
+		r := slog.NewRecord(time.Unix(1e9, 0), slog.LevelInfo, "request", 0)
+		r.AddAttrs(slog.Any("upstream", upstreamJSON{&tl}))
+		sameAsJSONHandler(t, r, nil)
+		var got []core.Attempt
+		if err := json.Unmarshal(appendAttempts(nil, tl), &got); err != nil {
+			t.Fatalf("upstream %s: %v", appendAttempts(nil, tl), err)
+		}
+		if len(got) != 2 || got[0].DurationMs != ms || got[1].Phase != core.PhaseHeaders || got[0].Host != string([]rune(host)) {
+			t.Errorf("upstream decodes to %+v; want %+v", got, tl)
+		}
 	})
 }

@@ -12,16 +12,18 @@ import (
 // requestID returns the id of request r: the X-Request-Id a trusted proxy
 // sent (core.ParseRequestID), else a new one (32 hex digits). A client's
 // own X-Request-Id is not believed, as its X-Forwarded-* are not: it could
-// pose as another request's lines.
-func requestID(r *http.Request, trusted bool) string {
+// pose as another request's lines. A new id comes with spare, a second
+// fresh key made in the same allocation (for the Idempotency-Key); spare
+// is empty for an id taken from the proxy.
+func requestID(r *http.Request, trusted bool) (id, spare string) {
 	if trusted {
 		if v := r.Header["X-Request-Id"]; len(v) == 1 {
 			if id, ok := core.ParseRequestID(v[0]); ok {
-				return id
+				return id, ""
 			}
 		}
 	}
-	return newKey()
+	return newKeyPair()
 }
 
 // upstreamAttrs returns what the per-request line says of the attempts
@@ -32,13 +34,30 @@ func upstreamAttrs(line []slog.Attr, lg *requestLog) []slog.Attr {
 	if len(lg.timeline) == 0 {
 		return line
 	}
-	line = append(line, slog.Any("upstream", json.RawMessage(appendAttempts(make([]byte, 0, 128*len(lg.timeline)), lg.timeline))))
+	up := lg.up
+	if up == nil {
+		tl := lg.timeline // a copy: &lg.timeline would move lg to the heap
+		up = &tl
+	}
+	line = append(line, slog.Any("upstream", upstreamJSON{up}))
 	if lg.status == http.StatusGatewayTimeout && lg.code != "" {
 		if a, ok := core.InFlight(lg.timeline); ok {
 			line = append(line, slog.String("inFlightHost", a.Host), slog.String("inFlightPhase", string(a.Phase)))
 		}
 	}
 	return line
+}
+
+// upstreamJSON is the line's upstream array: the attempts tl points to,
+// as core.AttemptsJSON gives them. It holds only a pointer, so making it a
+// slog.Value allocates nothing; the gateway's JSON handler appends the
+// array straight into its line (appendAttr), any other handler gets it
+// resolved to a json.RawMessage.
+type upstreamJSON struct{ tl *[]core.Attempt }
+
+// LogValue implements slog.LogValuer.
+func (u upstreamJSON) LogValue() slog.Value {
+	return slog.AnyValue(json.RawMessage(appendAttempts(make([]byte, 0, 128*len(*u.tl)), *u.tl)))
 }
 
 // logLevel is the level of the per-request line: WARN for an answer the
