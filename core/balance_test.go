@@ -118,7 +118,15 @@ func TestLoadBalanceSpread(t *testing.T) {
 		}},
 	} {
 		t.Run(tt.mode.String(), func(t *testing.T) {
-			hosts, counts := latencyBackends(t, 0, 20*time.Millisecond, 40*time.Millisecond)
+			// The latency mode's hosts differ by more than a loaded
+			// machine adds to an answer (its scheduling delays reached
+			// 20 ms in a -race run beside other work); the other modes
+			// count requests only.
+			step := 20 * time.Millisecond
+			if tt.mode == BalanceLatency {
+				step = 250 * time.Millisecond
+			}
+			hosts, counts := latencyBackends(t, 0, step, 2*step)
 			f := &Forwarder{Transport: NewTransport(), Balancer: &Balancer{}, Ejector: &Ejector{}, Stats: &Stats{}}
 			route := &Route{Prefix: "/", Hosts: hosts, MaxAttempts: 3, LoadBalance: tt.mode, EjectAfterFailures: 5}
 			got := spread(t, f, route, counts, n)
