@@ -84,10 +84,12 @@ test: test-tools
 	@$(MAKE) --no-print-directory -j6 -Oline test-e2e test-units test-terraform check
 
 # test-e2e: tests/, whose tests mostly wait on timers and servers: four at a
-# time (-parallel 4) on any machine.
+# time (-parallel 4) on any machine. The package takes about 5 minutes on a
+# quiet 2-core machine and 11 beside another make test: its timeout is a
+# kill switch for a hung test, not a time target.
 .PHONY: test-e2e test-units test-terraform
 test-e2e:
-	go test -race -count=1 -timeout 12m -parallel 4 ./tests/...
+	go test -race -count=1 -timeout 25m -parallel 4 ./tests/...
 
 # RACE_PKGS: every package but tests/ (test-e2e) and terraform/.
 RACE_PKGS = $$(go list ./... | grep -v '/tests\(/\|$$\)\|/terraform$$')
