@@ -55,15 +55,28 @@ func appRoot(tb testing.TB) string {
 // custom handler and waits until it listens on the given port.
 func StartAzureHandler(tb testing.TB, env map[string]string) *Gateway {
 	tb.Helper()
-	port := freePort(tb)
-	env["FUNCTIONS_CUSTOMHANDLER_PORT"] = port
 	env["FUNCTIONS_APP_ROOT_PATH"] = appRoot(tb)
 	env["FUNCTIONS_WORKER_RUNTIME"] = "custom"
-	g := startGateway(tb, env)
-	if g.URL != "http://127.0.0.1:"+port {
-		tb.Fatalf("the handler listens on %s; want 127.0.0.1:%s", g.URL, port)
+	// The port is free when freePort returns it, but another process (a
+	// second make test on the machine) may take it before the handler
+	// binds it: then the handler exits naming the port, and the host would
+	// start it again; so does this, on another port, a few times.
+	for try := 1; ; try++ {
+		port := freePort(tb)
+		env["FUNCTIONS_CUSTOMHANDLER_PORT"] = port
+		g, err := tryStartBinary(tb, binary, env)
+		if err != nil {
+			if try < 5 && errors.Is(err, errExited) && strings.Contains(err.Error(), "address already in use") {
+				tb.Logf("port %s was taken before the handler bound it; another port", port)
+				continue
+			}
+			tb.Fatal(err)
+		}
+		if g.URL != "http://127.0.0.1:"+port {
+			tb.Fatalf("the handler listens on %s; want 127.0.0.1:%s", g.URL, port)
+		}
+		return g
 	}
-	return g
 }
 
 func newInvocationID() string {

@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -127,6 +128,21 @@ func startGateway(tb testing.TB, env map[string]string) *Gateway {
 // startBinary is startGateway for the gateway binary bin.
 func startBinary(tb testing.TB, bin string, env map[string]string) *Gateway {
 	tb.Helper()
+	g, err := tryStartBinary(tb, bin, env)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return g
+}
+
+// errExited is tryStartBinary's error when the process ended before it
+// listened; the error's text holds the process's output.
+var errExited = errors.New("the gateway exited before listening")
+
+// tryStartBinary is startBinary returning its failure (errExited when the
+// process ended before listening) instead of ending the test.
+func tryStartBinary(tb testing.TB, bin string, env map[string]string) (*Gateway, error) {
+	tb.Helper()
 	cmd := exec.Command(bin)
 	cmd.Env = baseEnv()
 	cmd.Env = append(cmd.Env, "ListenAddr=127.0.0.1:0")
@@ -140,7 +156,7 @@ func startBinary(tb testing.TB, bin string, env map[string]string) *Gateway {
 	cmd.Stderr = cmd.Stdout
 	g := &Gateway{cmd: cmd, logs: newLogTail(), done: make(chan struct{})}
 	if err := cmd.Start(); err != nil {
-		tb.Fatalf("starting the gateway: %v", err)
+		return nil, fmt.Errorf("starting the gateway: %w", err)
 	}
 	tb.Cleanup(func() { g.Kill() })
 	addr := make(chan string, 1)
@@ -165,11 +181,11 @@ func startBinary(tb testing.TB, bin string, env map[string]string) *Gateway {
 	case a := <-addr:
 		g.URL = "http://" + a
 	case <-g.done:
-		tb.Fatalf("the gateway exited before listening:\n%s", strings.Join(g.logs.Lines(), "\n"))
+		return nil, fmt.Errorf("%w:\n%s", errExited, strings.Join(g.logs.Lines(), "\n"))
 	case <-time.After(30 * time.Second):
-		tb.Fatalf("the gateway did not listen within 30 s:\n%s", strings.Join(g.logs.Lines(), "\n"))
+		return nil, fmt.Errorf("the gateway did not listen within 30 s:\n%s", strings.Join(g.logs.Lines(), "\n"))
 	}
-	return g
+	return g, nil
 }
 
 // baseEnv is the environment without any gateway setting of the caller's.
