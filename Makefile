@@ -107,8 +107,13 @@ check: fmt vet lint tflint
 fmt:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
+# vet: the default build, and functions/ as each one-cloud zip builds it
+# (package-azure's noaws, package-aws's noazure,lambdaonly): build tags
+# choose files there, test files included.
 vet:
 	go vet ./...
+	go vet -tags noaws ./functions
+	go vet -tags noazure,lambdaonly ./functions
 
 lint: $(TOOLS)/bin/staticcheck
 	staticcheck ./...

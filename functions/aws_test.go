@@ -6,8 +6,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,8 +17,11 @@ import (
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"fngateway/core"
+	"fngateway/core/async"
 	"fngateway/internal/emulators"
 	"fngateway/internal/settings"
 )
@@ -163,4 +168,54 @@ func TestOpenAWSEndpointsFromEnvironment(t *testing.T) {
 	if err := parts.notifier.Notify(ctx, "gateway-events.fifo", []byte(`{"RequestGuid":"0123456789abcdef0123456789abcdef","Status":"Queued"}`)); err != nil {
 		t.Fatalf("Notify through AWS_ENDPOINT_URL_SNS: %v", err)
 	}
+}
+
+// The SQS store of TestDeadLettersCommand: only the builds that link AWS
+// (awsConfig) have it.
+func init() {
+	dlStores = append(dlStores, dlStore{"sqs", func(t *testing.T) (func(*testing.T, async.Queue), func(*gateway) async.Queue) {
+		v := emulators.StartVersitygw(t)
+		f := emulators.StartFauxqs(t)
+		for k, val := range map[string]string{
+			"AWS_ENDPOINT_URL_S3": v.Endpoint(), "AWS_ENDPOINT_URL_SQS": f.Endpoint(), "AWS_REGION": emulators.VersitygwRegion,
+			"AWS_ACCESS_KEY_ID": emulators.VersitygwAccessKey, "AWS_SECRET_ACCESS_KEY": emulators.VersitygwSecretKey,
+			"AWS_SESSION_TOKEN": "", "AWS_PROFILE": "", "AWS_CONFIG_FILE": filepath.Join(t.TempDir(), "none"),
+			"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(t.TempDir(), "none"), "AWS_EC2_METADATA_DISABLED": "true",
+			"AsyncStore": "s3://dl-test/async", "AsyncQueue": f.QueueURL("dl-continuations"),
+		} {
+			setEnv(t, k, val)
+		}
+		// The module's queues: a RedrivePolicy moves a message received
+		// more than once (max_receive_count) to the dead-letter queue.
+		cfg, err := awsConfig(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := sqs.NewFromConfig(cfg.AWS, func(o *sqs.Options) { o.BaseEndpoint = sdkaws.String(f.Endpoint()) })
+		dlq, err := c.CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: sdkaws.String("dl-continuations-dlq")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		attrs, err := c.GetQueueAttributes(t.Context(), &sqs.GetQueueAttributesInput{QueueUrl: dlq.QueueUrl,
+			AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		policy := fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":1}`, attrs.Attributes["QueueArn"])
+		if _, err := c.CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: sdkaws.String("dl-continuations"),
+			Attributes: map[string]string{"RedrivePolicy": policy}}); err != nil {
+			t.Fatal(err)
+		}
+		return func(t *testing.T, q async.Queue) {
+				m := receiveOne(t, q)
+				if _, err := q.(async.VisibilityExtender).Extend(t.Context(), m, 0); err != nil {
+					t.Fatal(err)
+				}
+				if ms, err := q.Receive(t.Context(), 10, time.Minute); err != nil || len(ms) != 0 {
+					t.Fatalf("receive past maxReceiveCount = %d, %v; want none: moved to the dead-letter queue", len(ms), err)
+				}
+			}, func(gw *gateway) async.Queue {
+				return gw.async.Queue
+			}
+	}})
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -16,10 +15,6 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
-
-	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"fngateway/adapters/lambda"
 	"fngateway/core/async"
@@ -170,101 +165,60 @@ func listDL(t *testing.T) []dlLetter {
 	return ls
 }
 
+// dlStores are the stores TestDeadLettersCommand runs against; aws_test.go
+// adds SQS in the builds that link AWS.
+var dlStores = []dlStore{
+	{"file", func(t *testing.T) (func(*testing.T, async.Queue), func(*gateway) async.Queue) {
+		setEnv(t, "AsyncStore", "file:"+t.TempDir())
+		setEnv(t, "AsyncQueue", "")
+		return func(t *testing.T, q async.Queue) {
+				m := receiveOne(t, q)
+				type quarantiner interface {
+					Quarantine(context.Context, async.Message) error
+				}
+				if err := q.(quarantiner).Quarantine(t.Context(), m); err != nil {
+					t.Fatal(err)
+				}
+			}, func(gw *gateway) async.Queue {
+				return gw.async.Queue
+			}
+	}},
+	{"azure", func(t *testing.T) (func(*testing.T, async.Queue), func(*gateway) async.Queue) {
+		az := emulators.StartAzurite(t)
+		setEnv(t, "AsyncStore", "azure")
+		setEnv(t, "AsyncQueue", "dl-continuations")
+		setEnv(t, "AzureWebJobsStorage", az.ConnectionString())
+		acct, err := azure.NewAccount(azure.Config{ConnectionString: az.ConnectionString()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		poison, err := acct.Queue("dl-continuations-poison")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return func(t *testing.T, q async.Queue) {
+				// The Functions host's move past maxDequeueCount: the
+				// message's text onto <queue>-poison.
+				m := receiveOne(t, q)
+				if err := poison.Enqueue(t.Context(), m.Body, 0); err != nil {
+					t.Fatal(err)
+				}
+				if err := q.Complete(t.Context(), m); err != nil {
+					t.Fatal(err)
+				}
+			}, func(gw *gateway) async.Queue {
+				return gw.async.Queue
+			}
+	}},
+}
+
 // TestDeadLettersCommand runs the command against each store: a request
 // whose continuation was dead-lettered is listed (id, profile, age,
 // deliveries, can finish), shown, left alone by a dry run, and redriven
 // while a normal delivery of it runs: the backend runs it once, one result.
 // Dead-lettered again once finished, it is acknowledged: removed, not sent.
 func TestDeadLettersCommand(t *testing.T) {
-	for _, st := range []dlStore{
-		{"file", func(t *testing.T) (func(*testing.T, async.Queue), func(*gateway) async.Queue) {
-			setEnv(t, "AsyncStore", "file:"+t.TempDir())
-			setEnv(t, "AsyncQueue", "")
-			return func(t *testing.T, q async.Queue) {
-					m := receiveOne(t, q)
-					type quarantiner interface {
-						Quarantine(context.Context, async.Message) error
-					}
-					if err := q.(quarantiner).Quarantine(t.Context(), m); err != nil {
-						t.Fatal(err)
-					}
-				}, func(gw *gateway) async.Queue {
-					return gw.async.Queue
-				}
-		}},
-		{"sqs", func(t *testing.T) (func(*testing.T, async.Queue), func(*gateway) async.Queue) {
-			v := emulators.StartVersitygw(t)
-			f := emulators.StartFauxqs(t)
-			for k, val := range map[string]string{
-				"AWS_ENDPOINT_URL_S3": v.Endpoint(), "AWS_ENDPOINT_URL_SQS": f.Endpoint(), "AWS_REGION": emulators.VersitygwRegion,
-				"AWS_ACCESS_KEY_ID": emulators.VersitygwAccessKey, "AWS_SECRET_ACCESS_KEY": emulators.VersitygwSecretKey,
-				"AWS_SESSION_TOKEN": "", "AWS_PROFILE": "", "AWS_CONFIG_FILE": filepath.Join(t.TempDir(), "none"),
-				"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(t.TempDir(), "none"), "AWS_EC2_METADATA_DISABLED": "true",
-				"AsyncStore": "s3://dl-test/async", "AsyncQueue": f.QueueURL("dl-continuations"),
-			} {
-				setEnv(t, k, val)
-			}
-			// The module's queues: a RedrivePolicy moves a message received
-			// more than once (max_receive_count) to the dead-letter queue.
-			cfg, err := awsConfig(t.Context())
-			if err != nil {
-				t.Fatal(err)
-			}
-			c := sqs.NewFromConfig(cfg.AWS, func(o *sqs.Options) { o.BaseEndpoint = sdkaws.String(f.Endpoint()) })
-			dlq, err := c.CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: sdkaws.String("dl-continuations-dlq")})
-			if err != nil {
-				t.Fatal(err)
-			}
-			attrs, err := c.GetQueueAttributes(t.Context(), &sqs.GetQueueAttributesInput{QueueUrl: dlq.QueueUrl,
-				AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			policy := fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":1}`, attrs.Attributes["QueueArn"])
-			if _, err := c.CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: sdkaws.String("dl-continuations"),
-				Attributes: map[string]string{"RedrivePolicy": policy}}); err != nil {
-				t.Fatal(err)
-			}
-			return func(t *testing.T, q async.Queue) {
-					m := receiveOne(t, q)
-					if _, err := q.(async.VisibilityExtender).Extend(t.Context(), m, 0); err != nil {
-						t.Fatal(err)
-					}
-					if ms, err := q.Receive(t.Context(), 10, time.Minute); err != nil || len(ms) != 0 {
-						t.Fatalf("receive past maxReceiveCount = %d, %v; want none: moved to the dead-letter queue", len(ms), err)
-					}
-				}, func(gw *gateway) async.Queue {
-					return gw.async.Queue
-				}
-		}},
-		{"azure", func(t *testing.T) (func(*testing.T, async.Queue), func(*gateway) async.Queue) {
-			az := emulators.StartAzurite(t)
-			setEnv(t, "AsyncStore", "azure")
-			setEnv(t, "AsyncQueue", "dl-continuations")
-			setEnv(t, "AzureWebJobsStorage", az.ConnectionString())
-			acct, err := azure.NewAccount(azure.Config{ConnectionString: az.ConnectionString()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			poison, err := acct.Queue("dl-continuations-poison")
-			if err != nil {
-				t.Fatal(err)
-			}
-			return func(t *testing.T, q async.Queue) {
-					// The Functions host's move past maxDequeueCount: the
-					// message's text onto <queue>-poison.
-					m := receiveOne(t, q)
-					if err := poison.Enqueue(t.Context(), m.Body, 0); err != nil {
-						t.Fatal(err)
-					}
-					if err := q.Complete(t.Context(), m); err != nil {
-						t.Fatal(err)
-					}
-				}, func(gw *gateway) async.Queue {
-					return gw.async.Queue
-				}
-		}},
-	} {
+	for _, st := range dlStores {
 		t.Run(st.name, func(t *testing.T) {
 			be := newDLBackend(t)
 			for k, v := range map[string]string{
