@@ -167,7 +167,11 @@ timed = TIMEFORMAT='tools: $(1) %0Rs'; time
 # the standard library's and their common modules' compiled packages in the
 # build cache (-trimpath changes every package's cache key); -s -w leave out
 # the symbol table and DWARF, which no test reads, and shorten each link.
-TOOL_BUILD := -trimpath -ldflags='-s -w'
+# -N -l: the compiler neither optimises nor inlines. A new machine compiles
+# every tool once and then runs it on a few requests (or, for the linters,
+# over this repository for about a minute): TFLint's build on an empty cache
+# takes 330 s of CPU instead of 429, and staticcheck ./... 76 s instead of 64.
+TOOL_BUILD := -trimpath -ldflags='-s -w' -gcflags='all=-N -l'
 
 $(TOOLS)/bin/staticcheck:
 	@$(call timed,staticcheck) go install $(TOOL_BUILD) honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
