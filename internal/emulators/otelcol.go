@@ -64,7 +64,7 @@ func StartCollector(tb testing.TB) *Collector {
 	select {
 	case <-c.log.ready:
 	case <-c.proc.done:
-		tb.Fatalf("emulators: otelcol exited before it was ready:\n%s", c.log.String())
+		tb.Fatalf("emulators: otelcol exited before it was ready (an otelcol built before internal/otelcol took -file wants --config: run `make tools`):\n%s", c.log.String())
 	case <-time.After(collectorReadyTimeout):
 		tb.Fatalf("emulators: otelcol not ready after %v:\n%s", collectorReadyTimeout, c.log.String())
 	}

@@ -58,15 +58,17 @@ func main() {
 	logger := zap.New(zapcore.NewCore(
 		zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig()),
 		zapcore.Lock(os.Stderr), zapcore.InfoLevel))
-	if err := run(logger, *file, *endpoint); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := run(ctx, logger, *file, *endpoint); err != nil {
 		logger.Error("otelcol failed", zap.Error(err))
 		os.Exit(1)
 	}
 }
 
-// run starts the receiver, serves until SIGTERM or SIGINT (or a fatal
-// error of the receiver's HTTP server), and shuts it down.
-func run(logger *zap.Logger, path, endpoint string) error {
+// run starts the receiver, serves until ctx ends (main's: SIGTERM or
+// SIGINT) or the receiver's HTTP server fails, and shuts it down.
+func run(ctx context.Context, logger *zap.Logger, path, endpoint string) error {
 	out, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("open the output file -file %q: %w", path, err)
@@ -111,7 +113,6 @@ func run(logger *zap.Logger, path, endpoint string) error {
 		return err
 	}
 
-	ctx := context.Background()
 	// One config, one receiver: the factory shares it between the two
 	// signals, so rcv and the metrics receiver are the same component.
 	rcv, err := factory.CreateTraces(ctx, set, cfg, traces)
@@ -122,21 +123,19 @@ func run(logger *zap.Logger, path, endpoint string) error {
 		return fmt.Errorf("create the metrics receiver: %w", err)
 	}
 
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	h := &host{fatal: make(chan error, 1)}
-	if err := rcv.Start(ctx, h); err != nil {
+	if err := rcv.Start(context.WithoutCancel(ctx), h); err != nil {
 		return fmt.Errorf("start the receiver on -endpoint %q: %w", endpoint, err)
 	}
 	logger.Info("Everything is ready. Begin running and processing data.")
 
 	var fatal error
 	select {
-	case s := <-sig:
-		logger.Info("Received signal, shutting down", zap.Stringer("signal", s))
+	case <-ctx.Done():
+		logger.Info("Shutting down", zap.NamedError("cause", context.Cause(ctx)))
 	case fatal = <-h.fatal:
 	}
-	return errors.Join(fatal, rcv.Shutdown(ctx))
+	return errors.Join(fatal, rcv.Shutdown(context.WithoutCancel(ctx)))
 }
 
 // lineWriter appends whole lines to a file: one Write each, under a mutex,
