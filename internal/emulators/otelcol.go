@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,53 +18,32 @@ import (
 // collectorReadyTimeout bounds the wait for the collector to start.
 const collectorReadyTimeout = 3 * time.Minute // liveness only: an exit ends the wait at once
 
-// Collector is a running OpenTelemetry Collector (internal/otelcol: the
-// Collector's own OTLP receiver and the contrib file exporter) that
-// receives OTLP over HTTP on a loopback port it picks itself and writes
-// every export it receives, as OTLP JSON lines, to a file the tests read.
-// Its methods may be called from multiple goroutines.
+// Collector is a running OpenTelemetry receiver (internal/otelcol: the
+// Collector's own OTLP receiver, driven without the Collector's service)
+// that receives OTLP over HTTP on a loopback port it picks itself and
+// appends every export it receives, as one OTLP JSON line, to a file the
+// tests read. Its methods may be called from multiple goroutines.
 type Collector struct {
 	proc     *child
 	log      *logTail
 	endpoint string // host:port the receiver bound
-	file     string // the file exporter's output
+	file     string // the receiver's output, one OTLP JSON line per export
 
 	stopOnce sync.Once
 }
 
-// collectorConfig is the collector configuration: the OTLP/HTTP receiver
-// on a port of its own choosing (its log line says which), traces and
-// metrics written to one file, flushed every 50 ms.
-const collectorConfig = `receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: 127.0.0.1:0
-exporters:
-  file:
-    path: %q
-    flush_interval: 50ms
-service:
-  pipelines:
-    traces:
-      receivers: [otlp]
-      exporters: [file]
-    metrics:
-      receivers: [otlp]
-      exporters: [file]
-`
-
-// collectorReady is the line the collector logs once every pipeline runs;
+// collectorReady is the line otelcol logs once its receiver serves;
 // collectorEndpoint finds the address the receiver bound in the line
-// before it ("Starting HTTP server … "endpoint": "127.0.0.1:NNNN"").
+// before it, the receiver's own ("Starting HTTP server … "endpoint":
+// "127.0.0.1:NNNN"").
 var collectorEndpoint = regexp.MustCompile(`Starting HTTP server.*"endpoint": "([^"]+)"`)
 
 const collectorReady = "Everything is ready"
 
-// StartCollector starts the collector with a generated configuration and
-// waits until it says it is ready, reading the receiver's address from its
-// log: it binds its own port, so no other process can hold it. It is
-// stopped when the test finishes.
+// StartCollector starts the collector (`otelcol -file F -endpoint
+// 127.0.0.1:0`) and waits until it says it is ready, reading the
+// receiver's address from its log: it binds its own port, so no other
+// process can hold it. It is stopped when the test finishes.
 //
 // The `otelcol` command is looked up on PATH; `make tools` builds it into
 // .tools/bin and `make test` puts that on PATH. A missing command fails
@@ -78,11 +56,7 @@ func StartCollector(tb testing.TB) *Collector {
 	}
 	dir := tb.TempDir()
 	c := &Collector{file: filepath.Join(dir, "export.jsonl"), log: newLogTail(collectorReady)}
-	cfg := filepath.Join(dir, "otelcol.yaml")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, collectorConfig, c.file), 0o600); err != nil {
-		tb.Fatalf("emulators: write the collector config: %v", err)
-	}
-	c.proc, err = spawn([]string{bin, "--config", cfg}, nil, false, dir, c.log)
+	c.proc, err = spawn([]string{bin, "-file", c.file, "-endpoint", "127.0.0.1:0"}, nil, false, dir, c.log)
 	if err != nil {
 		tb.Fatalf("emulators: start otelcol: %v", err)
 	}
@@ -90,7 +64,7 @@ func StartCollector(tb testing.TB) *Collector {
 	select {
 	case <-c.log.ready:
 	case <-c.proc.done:
-		tb.Fatalf("emulators: otelcol exited before it was ready:\n%s", c.log.String())
+		tb.Fatalf("emulators: otelcol exited before it was ready (an otelcol built before internal/otelcol took -file wants --config: run `make tools`):\n%s", c.log.String())
 	case <-time.After(collectorReadyTimeout):
 		tb.Fatalf("emulators: otelcol not ready after %v:\n%s", collectorReadyTimeout, c.log.String())
 	}
@@ -145,7 +119,7 @@ func (s Span) Attr(key string) (any, bool) {
 }
 
 // otlpJSON is the part of an OTLP/JSON ExportTraceServiceRequest (the
-// file exporter's line) the tests read.
+// collector's line) the tests read.
 type otlpJSON struct {
 	ResourceSpans []struct {
 		Resource struct {
@@ -211,7 +185,7 @@ func unixNano(s string) time.Time {
 }
 
 // Spans returns every span the collector has written so far, with the raw
-// export lines that carried them. A line the file exporter has not
+// export lines that carried them. A line the collector has not
 // finished writing is left for the next call.
 func (c *Collector) Spans() ([]Span, [][]byte, error) {
 	b, err := os.ReadFile(c.file)
@@ -232,7 +206,7 @@ func (c *Collector) Spans() ([]Span, [][]byte, error) {
 		}
 		var doc otlpJSON
 		if err := json.Unmarshal(line, &doc); err != nil {
-			continue // the exporter is still writing it
+			continue // the collector is still writing it
 		}
 		lines = append(lines, append([]byte(nil), line...))
 		for _, rs := range doc.ResourceSpans {
@@ -303,7 +277,7 @@ type Metric struct {
 }
 
 // otlpMetricsJSON is the part of an OTLP/JSON ExportMetricsServiceRequest
-// (the file exporter's line) the tests read: the names, and the attributes
+// (the collector's line) the tests read: the names, and the attributes
 // of the data points of every kind (sum, gauge, histogram).
 type otlpMetricsJSON struct {
 	ResourceMetrics []struct {
@@ -328,7 +302,7 @@ type otlpDataPoints struct {
 }
 
 // Metrics returns every metric the collector has written so far, by name,
-// with the attribute keys of all its data points. A line the file exporter
+// with the attribute keys of all its data points. A line the collector
 // has not finished writing is left for the next call.
 func (c *Collector) Metrics() (map[string]Metric, error) {
 	b, err := os.ReadFile(c.file)
@@ -348,7 +322,7 @@ func (c *Collector) Metrics() (map[string]Metric, error) {
 		}
 		var doc otlpMetricsJSON
 		if err := json.Unmarshal(line, &doc); err != nil {
-			continue // the exporter is still writing it
+			continue // the collector is still writing it
 		}
 		for _, rm := range doc.ResourceMetrics {
 			for _, sm := range rm.ScopeMetrics {
