@@ -19,8 +19,8 @@ import (
 )
 
 // The traces of docs/observability.md#spans, asserted on what a real receiver (the
-// OpenTelemetry Collector's OTLP receiver, fed over OTLP/HTTP) received and
-// its file exporter wrote.
+// OpenTelemetry Collector's OTLP receiver, fed over OTLP/HTTP) received, in
+// the OTLP JSON lines internal/otelcol writes.
 
 // clientTrace is the caller's trace context the tests send: the gateway's
 // spans must join this trace, under this span.
