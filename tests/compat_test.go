@@ -53,7 +53,7 @@ func previousGateway(tb testing.TB) string {
 		previousBinary = filepath.Join(filepath.Dir(binary), "gateway-previous")
 		// Built as TestMain builds this one (-race), so that every
 		// dependency comes from the build cache.
-		build := exec.Command("go", "build", "-race", "-o", previousBinary, "./functions")
+		build := exec.Command("go", "build", "-race", "-ldflags=-w", "-o", previousBinary, "./functions")
 		build.Dir = src
 		if out, err := build.CombinedOutput(); err != nil {
 			previousErr = fmt.Errorf("building the previous release %s: %v\n%s", previousRelease, err, out)

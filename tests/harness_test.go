@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "gateway")
-	build := exec.Command("go", "build", "-race", "-o", binary, "../functions")
+	build := exec.Command("go", "build", "-race", "-ldflags=-w", "-o", binary, "../functions")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building the gateway:", err)
@@ -57,12 +57,14 @@ var (
 
 // productionGateway builds the gateway once, as make package-aws and make
 // package-azure build it (no race detector, whose shadow memory would swamp
-// a memory measurement), for the tests that measure the shipped binary.
+// a memory measurement; gRPC without its tracing, grpcnotrace, which also lets
+// the one-cloud builds of the tests reuse its compiled packages), with both
+// clouds, for the tests that measure the shipped binary.
 func productionGateway(tb testing.TB) string {
 	tb.Helper()
 	productionOnce.Do(func() {
 		productionBinary = filepath.Join(filepath.Dir(binary), "gateway-production")
-		build := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", productionBinary, "../functions")
+		build := exec.Command("go", "build", "-tags", "lambda.norpc,grpcnotrace", "-trimpath", "-ldflags=-s -w", "-o", productionBinary, "../functions")
 		build.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := build.CombinedOutput(); err != nil {
 			productionErr = fmt.Errorf("building the gateway as the packages do: %v\n%s", err, out)
