@@ -160,13 +160,14 @@ TOOL_TARGETS := $(TOOLS)/bin/otelcol $(TOOLS)/bin/tflint $(TOOLS)/bin/versitygw 
 tools:
 	@$(MAKE) --no-print-directory -j4 $(TOOL_TARGETS)
 
-# test-tools: what the tests run, and the module's race-enabled build beside
-# the installs, so a fresh machine compiles while it waits on the network.
+# test-tools: what the tests run, and the module's race-enabled and
+# production builds beside the installs, so a fresh machine compiles while it
+# waits on the network.
 # The linters (staticcheck, TFLint) are installed by check, beside the tests,
 # whose end-to-end package mostly waits on timers; benchstat only by bench.
 .PHONY: test-tools
 test-tools:
-	@$(MAKE) --no-print-directory -j5 race-build \
+	@$(MAKE) --no-print-directory -j6 race-build prod-build \
 		$(filter-out $(TOOLS)/bin/staticcheck $(TOOLS)/bin/tflint $(TOOLS)/bin/benchstat,$(TOOL_TARGETS))
 
 # race-build: compiles (and caches) the module and its tests with the race
@@ -175,6 +176,17 @@ test-tools:
 .PHONY: race-build
 race-build:
 	@$(call timed,race-build) { $(RACE_TEST) -exec true $(RACE_PKGS) ./tests/... >/dev/null && $(MAKE) --no-print-directory -s vet; }
+
+# prod-build: compiles (and caches) the gateway as the tests' production
+# build compiles it (tests/harness_test.go: both clouds, CGO_ENABLED=0,
+# -trimpath, grpcnotrace), whose packages the one-cloud builds of the tests
+# and of make package-azure also use. Go commands running side by side do not
+# share a compilation in progress: when the tests' builds (which run in
+# parallel) found the cache empty, each compiled the same SDK packages at
+# the same moment.
+.PHONY: prod-build
+prod-build:
+	@$(call timed,prod-build) CGO_ENABLED=0 go build -tags lambda.norpc,grpcnotrace -trimpath -ldflags='-s -w' -o /dev/null ./functions
 
 # timed NAME: bash's time keyword, printing "tools: NAME <seconds>s" when the install ends.
 timed = TIMEFORMAT='tools: $(1) %0Rs'; time
