@@ -321,6 +321,7 @@ func TestLambdaAsyncS3SQS(t *testing.T) {
 		env["AWS_LAMBDA_FUNCTION_TIMEOUT"], env["FunctionLimitMarginMs"] = limitSettings()
 		delete(env, "AsyncTriggerTimeout") // the default 10 s: the limit comes first
 		f := startFunction(t, binary, env)
+		f.warm(t)
 		a, body, took := f.invokeHTTP(t, httpEvent(t, "lambda-urls-request.json", httpRequest{
 			method: "POST", rawPath: "/reports/limit",
 			headers: map[string]string{"s7pasyncmode": "true", "x-userprofile": "u1", "s7pttl": "60"},
