@@ -92,23 +92,11 @@ func run(ctx context.Context, logger *zap.Logger, path, endpoint string) error {
 		},
 		BuildInfo: component.BuildInfo{Command: "otelcol", Description: "OTLP/HTTP receiver writing OTLP JSON lines, for the gateway's tests", Version: "test"},
 	}
-	traces, err := consumer.NewTraces(func(_ context.Context, td ptrace.Traces) error {
-		b, err := (&ptrace.JSONMarshaler{}).MarshalTraces(td)
-		if err != nil {
-			return err
-		}
-		return w.writeLine(b)
-	})
+	traces, err := consumer.NewTraces(jsonLines(w, (&ptrace.JSONMarshaler{}).MarshalTraces))
 	if err != nil {
 		return err
 	}
-	metrics, err := consumer.NewMetrics(func(_ context.Context, md pmetric.Metrics) error {
-		b, err := (&pmetric.JSONMarshaler{}).MarshalMetrics(md)
-		if err != nil {
-			return err
-		}
-		return w.writeLine(b)
-	})
+	metrics, err := consumer.NewMetrics(jsonLines(w, (&pmetric.JSONMarshaler{}).MarshalMetrics))
 	if err != nil {
 		return err
 	}
@@ -141,6 +129,18 @@ func run(ctx context.Context, logger *zap.Logger, path, endpoint string) error {
 // lineWriter appends whole lines to a file: one Write each, under a mutex,
 // so that requests served at once never interleave and a reader sees at
 // most one unfinished line, the last.
+// jsonLines is a consumer that writes each export it is given, marshalled
+// to OTLP JSON, as one line of w.
+func jsonLines[T any](w *lineWriter, marshal func(T) ([]byte, error)) func(context.Context, T) error {
+	return func(_ context.Context, data T) error {
+		b, err := marshal(data)
+		if err != nil {
+			return err
+		}
+		return w.writeLine(b)
+	}
+}
+
 type lineWriter struct {
 	mu sync.Mutex
 	f  *os.File
